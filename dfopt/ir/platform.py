@@ -1,0 +1,95 @@
+"""Target platforms: FPGA slots and links, or an NPU tile array.
+
+Presets live as JSON data files beside this module (``platforms/<name>.json``), each with a
+``source`` field citing where its numbers come from.
+
+>>> p = load_preset("u55c")
+>>> [s.name for s in p.slots], p.kind
+(['SLR0', 'SLR1', 'SLR2'], 'fpga')
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+
+PRESET_NAMES = ("u55c", "u280", "npu1")
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    x: int = 0
+    y: int = 0
+    resources: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Link:
+    a: str
+    b: str
+    wires: int
+
+
+@dataclass
+class Platform:
+    """A target. FPGA: ``slots``, ``links``, ``memory`` (block geometries), ``onchip_bytes``.
+    NPU: ``npu`` holds the tile grid, per-tile memory and DMA channels."""
+
+    name: str
+    kind: str  # fpga | npu
+    slots: list = field(default_factory=list)
+    links: list = field(default_factory=list)
+    onchip_bytes: int | None = None
+    memory: dict = field(default_factory=dict)
+    npu: dict = field(default_factory=dict)
+    source: str = ""
+
+    def slot(self, name: str) -> Slot:
+        for s in self.slots:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def total(self, kind: str) -> float:
+        return sum(s.resources.get(kind, 0) for s in self.slots)
+
+    @classmethod
+    def from_dict(cls, d: dict, name: str = "inline") -> "Platform":
+        return cls(
+            name=d.get("name", name),
+            kind=d["kind"],
+            slots=[Slot(s["name"], s.get("x", 0), s.get("y", 0), dict(s.get("resources", {})))
+                   for s in d.get("slots", [])],
+            links=[Link(l["a"], l["b"], l["wires"]) for l in d.get("links", [])],
+            onchip_bytes=d.get("onchip_bytes"),
+            memory=dict(d.get("memory", {})),
+            npu=dict(d.get("npu", {})),
+            source=d.get("source", ""),
+        )
+
+    def to_dict(self) -> dict:
+        out = {"name": self.name, "kind": self.kind}
+        if self.slots:
+            out["slots"] = [{"name": s.name, "x": s.x, "y": s.y, "resources": dict(s.resources)}
+                            for s in self.slots]
+        if self.links:
+            out["links"] = [{"a": l.a, "b": l.b, "wires": l.wires} for l in self.links]
+        if self.onchip_bytes is not None:
+            out["onchip_bytes"] = self.onchip_bytes
+        if self.memory:
+            out["memory"] = self.memory
+        if self.npu:
+            out["npu"] = self.npu
+        if self.source:
+            out["source"] = self.source
+        return out
+
+
+def load_preset(name: str) -> Platform:
+    """The named preset platform; raises KeyError for an unknown name."""
+    if name not in PRESET_NAMES:
+        raise KeyError(name)
+    text = resources.files("dfopt.ir").joinpath("platforms", f"{name}.json").read_text()
+    return Platform.from_dict(json.loads(text), name=name)
