@@ -15,15 +15,27 @@ import tempfile
 
 def write_text_atomic(path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_bytes_atomic(path, data: bytes) -> None:
+    """Bytes version of :func:`write_text_atomic`; the file gets the usual 0666 & ~umask mode."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".dfopt-", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
