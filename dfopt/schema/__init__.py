@@ -1,0 +1,244 @@
+"""Versioned JSON Schemas (draft 2020-12) for instance and solution files, and readable errors.
+
+The schema files are versioned by name (``instance-1.json`` reads ``dfopt-instance/1``). Every
+object is closed (``additionalProperties: false``) except kernel ``attrs``, the ``schedule``
+options and the solution sections other than ``fifo``. :func:`schema_issues` turns jsonschema's
+errors into ``(path, message)`` pairs that say what was expected and what was found.
+
+>>> sorted(get_schema("instance")["properties"])[:3]
+['description', 'format', 'graph']
+>>> for p in problems({"format": "dfopt-instance/1", "name": "x", "problem": "fifo", "colour": 1},
+...                   "instance"):
+...     print(p)
+/colour: unknown field 'colour' (expected one of: description, format, graph, name, options, platform, problem, program)
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from collections.abc import Callable
+from functools import lru_cache
+from importlib import resources
+
+from jsonschema import Draft202012Validator
+
+from dfopt.errors import Problem, unknown_name_error
+
+SCHEMA_KINDS = ("instance", "solution")
+_FILES = {"instance": "instance-1.json", "solution": "solution-1.json"}
+_TYPE_NAMES = {"integer": "integer", "number": "number", "string": "string", "boolean": "true or false",
+               "object": "object", "array": "array", "null": "null"}
+_SAME_AS_TYPE = ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "const")
+
+Path = tuple
+Issue = tuple  # (path, message): path is a tuple of keys (str) and list indices (int)
+Labeler = Callable[[Path], "str | None"]
+
+
+def get_schema(kind: str) -> dict:
+    """A fresh copy of the schema of ``kind`` (one of :data:`SCHEMA_KINDS`).
+
+    >>> get_schema("solution")["properties"]["format"]
+    {'const': 'dfopt-solution/1'}
+    """
+    if kind not in _FILES:
+        raise unknown_name_error("schema kind", kind, SCHEMA_KINDS)
+    return copy.deepcopy(_load(kind))
+
+
+@lru_cache(maxsize=None)
+def _load(kind: str) -> dict:
+    text = resources.files("dfopt.schema").joinpath(_FILES[kind]).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=None)
+def _validator(kind: str, definition: str | None) -> Draft202012Validator:
+    schema = _load(kind)
+    if definition is not None:
+        schema = {"$schema": schema["$schema"], "$defs": schema["$defs"],
+                  "$ref": f"#/$defs/{definition}"}
+    return Draft202012Validator(schema)
+
+
+def schema_issues(data, kind: str, definition: str | None = None,
+                  label: Labeler | None = None) -> list[Issue]:
+    """Every schema fault of ``data`` as ``(path, message)``, in document path order.
+
+    ``definition`` validates against one ``$defs`` entry instead (e.g. ``"graph"``); ``label``
+    maps a path to the name of the entity it sits in (``"stream 'e2'"``), used as a prefix.
+
+    >>> schema_issues({"kernels": [{"name": "a", "ii": 0}]}, "instance", "graph")
+    [(('kernels', 0, 'ii'), 'expected integer >= 1, got 0')]
+    """
+    if kind not in _FILES:
+        raise unknown_name_error("schema kind", kind, SCHEMA_KINDS)
+    errors = _keep_best(_validator(kind, definition).iter_errors(data))
+    issues = []
+    for err in errors:
+        for path, message in _messages(err):
+            who = label(path) if label else None
+            issues.append((path, f"{who}: {message}" if who else message))
+    return sorted_issues(issues)
+
+
+def problems(data, kind: str, definition: str | None = None,
+             label: Labeler | None = None) -> list[Problem]:
+    """:func:`schema_issues` as :class:`~dfopt.errors.Problem` entries (JSON pointers)."""
+    return to_problems(schema_issues(data, kind, definition, label))
+
+
+# -- paths and ordering -----------------------------------------------------------------------
+
+def pointer(path: Path) -> str:
+    """The JSON pointer (RFC 6901) of a path.
+
+    >>> pointer(("graph", "streams", 2, "a/b"))
+    '/graph/streams/2/a~1b'
+    """
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def path_key(path: Path) -> tuple:
+    """Sort key that orders list indices numerically (``/2`` before ``/10``)."""
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
+
+
+def sorted_issues(issues) -> list[Issue]:
+    """Issues sorted by path (stable), without exact duplicates."""
+    seen, out = set(), []
+    for issue in sorted(issues, key=lambda i: path_key(i[0])):
+        if issue not in seen:
+            seen.add(issue)
+            out.append(issue)
+    return out
+
+
+def to_problems(issues) -> list[Problem]:
+    return [Problem(pointer(path), message) for path, message in sorted_issues(issues)]
+
+
+# -- jsonschema errors to messages ------------------------------------------------------------
+
+def _keep_best(errors) -> list:
+    """Per path, a type error hides the other errors there (they would only repeat it)."""
+    errors = list(errors)
+    typed: dict = {}
+    for err in errors:
+        if err.validator == "type":
+            path = tuple(err.absolute_path)
+            best = typed.get(path)
+            if best is None or len(err.relative_schema_path) < len(best.relative_schema_path):
+                typed[path] = err
+    return [e for e in errors if tuple(e.absolute_path) not in typed or typed[tuple(e.absolute_path)] is e]
+
+
+def _messages(err) -> list[Issue]:
+    path = tuple(err.absolute_path)
+    kind = err.validator
+    if kind in _SAME_AS_TYPE:
+        return [(path, f"expected {describe(err.schema)}, got {found(err.instance)}")]
+    if kind == "additionalProperties":
+        return _unknown_field_messages(err, path)
+    if kind == "required":
+        conditional = "then" in err.relative_schema_path and "description" in err.schema
+        hint = f" ({err.schema['description']})" if conditional else ""
+        missing = [repr(f) for f in err.validator_value if isinstance(err.instance, dict) and f not in err.instance]
+        plural = "s" if len(missing) > 1 else ""
+        return [(path, f"missing required field{plural} {', '.join(missing)}{hint}")] if missing else []
+    if kind == "enum":
+        return [(path, _enum_message(err, path))]
+    if kind in ("minItems", "maxItems"):
+        bound = "at least" if kind == "minItems" else "at most"
+        return [(path, f"expected {bound} {err.validator_value} items, got {found(err.instance)}")]
+    return [(path, err.message)]
+
+
+def _unknown_field_messages(err, path: Path) -> list[Issue]:
+    known = sorted(err.schema.get("properties", {}))
+    out = []
+    for extra in sorted(set(err.instance) - set(known), key=str):
+        hint = did_you_mean(str(extra), known)
+        listing = ", ".join(known) or "none"
+        out.append((path + (extra,), f"unknown field {str(extra)!r}{hint} (expected one of: {listing})"))
+    return out
+
+
+def _enum_message(err, path: Path) -> str:
+    choices = [str(c) for c in err.validator_value]
+    listing = ", ".join(choices)
+    field = next((p for p in reversed(path) if isinstance(p, str)), "value")
+    if isinstance(err.instance, str):
+        return f"unknown {field} {err.instance!r}{did_you_mean(err.instance, choices)} (expected one of: {listing})"
+    return f"expected one of: {listing}; got {found(err.instance)}"
+
+
+def did_you_mean(name: str, choices) -> str:
+    """``", did you mean 'x'?"`` for the closest choices, or an empty string.
+
+    >>> did_you_mean("tokns", ["tokens", "width"])
+    ", did you mean 'tokens'?"
+    """
+    close = difflib.get_close_matches(name, [str(c) for c in choices], n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return ", did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+def describe(schema: dict) -> str:
+    """A short phrase for what a (sub)schema accepts.
+
+    >>> describe({"type": "number", "exclusiveMinimum": 0, "maximum": 1})
+    'number > 0 and <= 1'
+    >>> describe({"type": ["integer", "null"], "minimum": 0})
+    'integer >= 0 or null'
+    """
+    if "const" in schema:
+        return found(schema["const"])
+    if "enum" in schema:
+        return "one of: " + ", ".join(str(c) for c in schema["enum"])
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else list(types)
+    main = [t for t in types if t != "null"]
+    text = " or ".join(_describe_type(t, schema) for t in main) or "a value"
+    return text + (" or null" if "null" in types else "")
+
+
+def _describe_type(name: str, schema: dict) -> str:
+    if name == "string" and schema.get("minLength") == 1:
+        return "non-empty string"
+    if name in ("integer", "number"):
+        bounds = [f"{op} {schema[key]}" for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"),
+                                                        ("maximum", "<="), ("exclusiveMaximum", "<"))
+                  if key in schema]
+        return " ".join([name, " and ".join(bounds)]) if bounds else name
+    if name == "array" and isinstance(schema.get("items"), dict) and "type" in schema["items"]:
+        return f"array of {describe(schema['items'])}"
+    return _TYPE_NAMES.get(name, name)
+
+
+def found(value) -> str:
+    """How a found JSON value is shown in a message.
+
+    >>> found("abc"), found(None), found(True), found([1, 2]), found({"a": 1})
+    ("'abc'", 'null', 'true', '[1, 2]', 'an object')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return repr(value if len(value) <= 60 else value[:57] + "...")
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):
+            text = ""
+        return text if text and len(text) <= 40 else f"an array of {len(value)} items"
+    return f"a Python {type(value).__name__}"
