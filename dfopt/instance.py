@@ -564,7 +564,7 @@ def _build(data: dict) -> Instance:
         platform = Platform.from_dict(data["platform"])
     return Instance(
         name=data["name"], problem=data["problem"],
-        graph=graph_from_dict(data["graph"]) if "graph" in data else None,
+        graph=graph_from_dict(data["graph"], validate=False) if "graph" in data else None,
         platform=platform,
         program=_program_from_dict(data["program"]) if "program" in data else None,
         options=copy.deepcopy(data.get("options", {})),
@@ -573,21 +573,23 @@ def _build(data: dict) -> Instance:
     )
 
 
-def graph_from_dict(d: dict) -> DataflowGraph:
+def graph_from_dict(d: dict, validate: bool = True) -> DataflowGraph:
     """Validate a graph object (``{"kernels": [...], "streams": [...]}``) and build it.
 
-    Pointers of problems are relative to the graph object.
+    Pointers of problems are relative to the graph object. ``validate=False`` is for graphs
+    that were already validated as part of a whole instance.
 
     >>> g = graph_from_dict({"kernels": [{"name": "a"}, {"name": "b"}],
     ...                      "streams": [{"name": "e", "src": "a", "dst": "b", "tokens": 8}]})
     >>> g.streams["e"].width
     32
     """
-    issues = schema_issues(d, "instance", "graph", label=partial(_label, d, _GRAPH_ENTITIES))
-    if isinstance(d, dict):
-        issues += _graph_issues(d, (), _Faulty(issues))
-    if issues:
-        raise InstanceError(problems=to_problems(issues))
+    if validate:
+        issues = schema_issues(d, "instance", "graph", label=partial(_label, d, _GRAPH_ENTITIES))
+        if isinstance(d, dict):
+            issues += _graph_issues(d, (), _Faulty(issues))
+        if issues:
+            raise InstanceError(problems=to_problems(issues))
     return DataflowGraph([_kernel_from_dict(k) for k in d["kernels"]],
                          [_stream_from_dict(s) for s in d.get("streams", [])])
 

@@ -25,6 +25,7 @@ from importlib import resources
 from jsonschema import Draft202012Validator
 
 from dfopt.errors import Problem, unknown_name_error
+from dfopt.schema.fast import plainly_valid
 
 SCHEMA_KINDS = ("instance", "solution")
 _FILES = {"instance": "instance-1.json", "solution": "solution-1.json"}
@@ -75,13 +76,48 @@ def schema_issues(data, kind: str, definition: str | None = None,
     """
     if kind not in _FILES:
         raise unknown_name_error("schema kind", kind, SCHEMA_KINDS)
-    errors = _keep_best(_validator(kind, definition).iter_errors(data))
+    data, deferred = _split_large_arrays(data, kind, definition)
+    errors = [((), e) for e in _keep_best(_validator(kind, definition).iter_errors(data))]
+    for prefix, entry, entry_definition in deferred:
+        errors += [(prefix, e) for e in _keep_best(_validator(kind, entry_definition).iter_errors(entry))]
     issues = []
-    for err in errors:
+    for prefix, err in errors:
         for path, message in _messages(err):
+            path = prefix + path
             who = label(path) if label else None
             issues.append((path, f"{who}: {message}" if who else message))
     return sorted_issues(issues)
+
+
+_LARGE_ARRAYS = {"kernels": "kernel", "streams": "stream"}
+
+
+def _split_large_arrays(data, kind: str, definition: str | None):
+    """Take the graph's kernel and stream arrays out of ``data`` for the fast pre-check.
+
+    Returns the document without them and the entries jsonschema must still check, each as
+    (path prefix, entry, definition name). Entries the pre-check passes are not re-checked.
+    """
+    if kind != "instance" or definition not in (None, "graph") or not isinstance(data, dict):
+        return data, []
+    graph = data.get("graph") if definition is None else data
+    if not isinstance(graph, dict):
+        return data, []
+    base = ("graph",) if definition is None else ()
+    defs = _load("instance")["$defs"]
+    slim, deferred = dict(graph), []
+    for key, entry_def in _LARGE_ARRAYS.items():
+        entries = graph.get(key)
+        if not isinstance(entries, list):
+            continue
+        slim[key] = []
+        deferred += [(base + (key, i), e, entry_def) for i, e in enumerate(entries)
+                     if not plainly_valid(e, defs[entry_def])]
+    if definition is None:
+        data = dict(data)
+        data["graph"] = slim
+        return data, deferred
+    return slim, deferred
 
 
 def problems(data, kind: str, definition: str | None = None,

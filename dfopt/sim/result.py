@@ -85,6 +85,12 @@ class SimResult:
         if self._prog is None:
             raise ValueError("token times were not kept; simulate(..., record=True)")
 
+    def event_times(self):
+        """``(program, times)``: the compiled events and every event's time by event code
+        (``times[2t]`` read, ``times[2t+1]`` write of flat token t; -1: never). Needs ``record=True``."""
+        self._need_record()
+        return self._prog, self._tt
+
     def times(self, stream: str) -> tuple[np.ndarray, np.ndarray]:
         """``(write_times, read_times)`` of every token of ``stream`` (-1: never happened)."""
         self._need_record()

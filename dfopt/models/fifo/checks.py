@@ -1,0 +1,86 @@
+"""The checker of a fifo solution, written without the solver: recount and prove or simulate.
+
+Safety and latency are established in one of two independent ways:
+
+* ``witness`` — a schedule of the mixed ASAP/ALAP family (:mod:`.witness`) satisfies every
+  constraint of the timing model with the given depths, which proves the design neither
+  deadlocks nor runs past the unbounded makespan (cheap: no bounded simulation);
+* ``simulated`` — the bounded simulation itself (:mod:`dfopt.sim`).
+
+``simulate="auto"`` simulates when the graph has at most ``SIMULATE_EVENTS`` events or when no
+witness is found; ``"always"`` and ``"never"`` force the choice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dfopt.models.fifo.edges import objective_value, stream_arrays, totals
+from dfopt.models.fifo.witness import schedule_family
+from dfopt.sim import compile_events, simulate
+from dfopt.solution import Check
+
+SIMULATE_EVENTS = 8_000_000
+SIMULATE_MODES = ("auto", "always", "never")
+
+
+def blocked_text(res) -> str:
+    return "; ".join(f"{b.kernel} waits on {b.stream} ({b.kind}, token {b.token})" for b in res.blocked[:8])
+
+
+def _depth_faults(graph, depths) -> list[str]:
+    bad = [f"stream {n}: missing depth" for n in graph.streams if n not in depths]
+    bad += [f"stream {n}: depth {d!r} is not an integer >= 1" for n, d in depths.items()
+            if isinstance(d, bool) or not isinstance(d, int) or d < 1]
+    bad += [f"depth given for unknown stream {n!r}" for n in depths if n not in graph.streams]
+    return bad
+
+
+def _simulated_check(graph, depths, reference) -> Check:
+    res = simulate(graph, depths)
+    bad = []
+    if res.deadlock:
+        bad.append("deadlock: " + blocked_text(res))
+    elif res.makespan != reference.makespan:
+        bad.append(f"makespan {res.makespan} exceeds the unbounded reference {reference.makespan}")
+    return Check("simulated", not bad, bad)
+
+
+def checks(instance, solution, simulate_mode: str = "auto") -> list[Check]:
+    """Named checks: complete depths; witness and/or simulation; recounted totals."""
+    graph = instance.graph
+    sec = solution.sections.get("fifo") or {}
+    depths = sec.get("depths", {})
+    bad = _depth_faults(graph, depths)
+    out = [Check("depths-complete", not bad, bad)]
+    if bad:
+        return out
+    reference = simulate(graph, unbounded=True, record=True)
+    arrays = stream_arrays(graph)
+    vec = np.array([depths[n] for n in arrays.names], dtype=np.int64)
+    lam = None
+    if simulate_mode != "always":
+        lam = schedule_family(graph, reference).safe(vec)
+        if lam is not None:
+            out.append(Check("witness", True, []))
+    small = compile_events(graph).n_events <= SIMULATE_EVENTS
+    if simulate_mode == "always" or (simulate_mode == "auto" and (small or lam is None)):
+        out.append(_simulated_check(graph, depths, reference))
+    recount = totals(arrays, vec)
+    tot_bad = [f"{k}: reported {sec.get(k)}, recounted {v}" for k, v in recount.items()
+               if k in sec and sec[k] != v]
+    objective = objective_value(arrays, vec, sec.get("objective", "depth"))
+    if solution.objective is not None and solution.objective != objective:
+        tot_bad.append(f"objective: reported {solution.objective}, recounted {objective}")
+    if sec.get("reference_makespan") not in (None, reference.makespan):
+        tot_bad.append(f"reference_makespan: reported {sec['reference_makespan']}, simulated {reference.makespan}")
+    out.append(Check("objective-recounted", not tot_bad, tot_bad))
+    if not any(c.name in ("witness", "simulated") for c in out):
+        out.append(Check("latency-preserving", False,
+                         ["no witness schedule dominates these depths and simulation was not run"]))
+    return out
+
+
+def check(instance, solution) -> list[str]:
+    """Violations of a fifo solution (empty when it is valid)."""
+    return [msg for c in checks(instance, solution) for msg in c.details]

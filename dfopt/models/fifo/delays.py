@@ -1,0 +1,157 @@
+"""The three LP formulations of FIFO delays (StreamTensor section 5.3).
+
+Each returns the delay of every stream (start(dst) - start(src), in cycles) that minimises the
+weighted sum of delays, where a stream's weight is its objective cost per token divided by the
+cycles per token of its curve (so the LP minimises a linear proxy of the total depth or bits):
+
+* ``paths`` — the paper's LP literally: a variable per stream and, for every pair of kernels and
+  every path between them, the path's delays summing to at least the longest path of initial
+  delays. The number of rows is the number of paths, which explodes with graph size.
+* ``potentials`` — the compact LP over start times ``s``: ``s_v >= s_u + D_u`` per stream,
+  delay = ``s_v - s_u`` (cvxpy, built from the incidence matrix).
+* ``flow`` — the same LP through the min-cost-flow dual (:mod:`dfopt.lp.difference`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dfopt.errors import InstanceError
+from dfopt.models.fifo.curves import depth_slope
+
+MAX_PATHS = 200_000
+
+
+@dataclass
+class DelayResult:
+    delays: np.ndarray
+    start: np.ndarray | None
+    lp_objective: float
+    status: str
+    solver: str
+    stats: dict = field(default_factory=dict)
+
+
+def stream_costs(arrays, weights) -> np.ndarray:
+    """LP cost of one cycle of delay on each stream: weight / cycles per token of its curve."""
+    slope = np.where(arrays.ii_src < arrays.ii_dst, arrays.ii_dst, arrays.ii_src)
+    return np.asarray(weights, dtype=float) / slope
+
+
+def _incidence(arrays):
+    import scipy.sparse as sp
+
+    m, n = len(arrays.names), len(arrays.kernels)
+    rows = np.concatenate([np.arange(m), np.arange(m)])
+    cols = np.concatenate([arrays.dst, arrays.src])
+    vals = np.concatenate([np.ones(m), -np.ones(m)])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(m, n))
+
+
+def delays_potentials(arrays, weights, solver: str, time_limit: float, seed: int) -> DelayResult:
+    """Compact LP over start times, through cvxpy."""
+    import cvxpy as cp
+
+    from dfopt.lp import solve_problem
+
+    A = _incidence(arrays)
+    cost = stream_costs(arrays, weights)
+    s = cp.Variable(len(arrays.kernels), name="start")
+    problem = cp.Problem(cp.Minimize((A.T @ cost) @ s), [A @ s >= arrays.lower, s >= 0])
+    result = solve_problem(problem, solver=solver, time_limit=time_limit, seed=seed)
+    if not result.has_solution:
+        raise _lp_failure("potentials", result)
+    start = np.asarray(s.value, dtype=float)
+    start = start - start.min() if len(start) else start
+    delays = A @ start
+    return DelayResult(delays, start, float(cost @ delays), result.termination.value, result.solver,
+                       {"lp_rows": A.shape[0], "lp_cols": A.shape[1]})
+
+
+def delays_flow(arrays, weights) -> DelayResult:
+    """The same LP through the min-cost-flow dual and complementary slackness."""
+    from dfopt.lp.difference import solve_difference_lp
+
+    cost = stream_costs(arrays, weights)
+    res = solve_difference_lp(len(arrays.kernels), arrays.src, arrays.dst, arrays.lower, cost,
+                              method="flow")
+    start = np.asarray(res.s, dtype=float)
+    delays = start[arrays.dst] - start[arrays.src]
+    return DelayResult(delays, start, float(cost @ delays), "optimal", "min-cost-flow",
+                       {"lp_rows": len(arrays.names), "lp_cols": len(arrays.kernels)})
+
+
+def enumerate_paths(arrays, limit: int = MAX_PATHS):
+    """Every path of the DAG as (first kernel, last kernel, stream indices); stops past ``limit``."""
+    out_edges = [[] for _ in arrays.kernels]
+    for e, u in enumerate(arrays.src):
+        out_edges[u].append(e)
+    paths = []
+    for u in range(len(arrays.kernels)):
+        stack = [(e, (e,)) for e in out_edges[u]]
+        while stack:
+            e, path = stack.pop()
+            paths.append((u, int(arrays.dst[e]), path))
+            if len(paths) > limit:
+                raise InstanceError(
+                    f"the paths formulation needs more than {limit} path constraints on this graph; "
+                    "use 'potentials' or 'flow' (same optimum, one row per stream)",
+                    pointer="/options/fifo/formulation")
+            stack.extend((f, path + (f,)) for f in out_edges[arrays.dst[e]])
+    return paths
+
+
+def _longest_from(arrays, topo_rank):
+    """Longest path (by initial delays) between every connected ordered pair, as a dict."""
+    n = len(arrays.kernels)
+    order = np.argsort(topo_rank)
+    out_edges = [[] for _ in range(n)]
+    for e, u in enumerate(arrays.src):
+        out_edges[u].append(e)
+    longest = {}
+    for u in range(n):
+        dist = {u: 0}
+        for x in order[topo_rank[u]:]:
+            if x not in dist:
+                continue
+            for e in out_edges[x]:
+                v = int(arrays.dst[e])
+                cand = dist[x] + int(arrays.lower[e])
+                if cand > dist.get(v, -1):
+                    dist[v] = cand
+        for v, d in dist.items():
+            if v != u:
+                longest[u, v] = d
+    return longest
+
+
+def delays_paths(arrays, weights, topo_rank, solver: str, time_limit: float, seed: int) -> DelayResult:
+    """The paper's path LP: one row per path between every pair of kernels."""
+    import cvxpy as cp
+    import scipy.sparse as sp
+
+    from dfopt.lp import solve_problem
+
+    paths = enumerate_paths(arrays)
+    longest = _longest_from(arrays, np.asarray(topo_rank))
+    rows = np.repeat(np.arange(len(paths)), [len(p) for _, _, p in paths])
+    cols = np.fromiter((e for _, _, p in paths for e in p), dtype=np.int64, count=len(rows))
+    P = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(paths), len(arrays.names)))
+    rhs = np.array([longest[u, v] for u, v, _ in paths], dtype=float)
+    cost = stream_costs(arrays, weights)
+    d = cp.Variable(len(arrays.names), name="delay")
+    problem = cp.Problem(cp.Minimize(cost @ d), [P @ d >= rhs, d >= 0])
+    result = solve_problem(problem, solver=solver, time_limit=time_limit, seed=seed)
+    if not result.has_solution:
+        raise _lp_failure("paths", result)
+    delays = np.asarray(d.value, dtype=float)
+    return DelayResult(delays, None, float(cost @ delays), result.termination.value, result.solver,
+                       {"lp_rows": len(paths), "lp_cols": len(arrays.names)})
+
+
+def _lp_failure(name, result):
+    from dfopt.errors import SolverError
+
+    return SolverError(f"{name} LP returned no solution ({result.termination.value}: {result.message})")
