@@ -158,7 +158,7 @@ def test_witness_and_simulation_agree_on_random_depths():
     ref = simulate(g, unbounded=True, record=True)
     family = schedule_family(g, ref)
     for i in range(30):
-        row = family.depths[i % len(family.lambdas)] + rng.integers(0, 3, len(family.names))
+        row = family.depths(family.lambdas[i % len(family.lambdas)]) + rng.integers(0, 3, len(family.names))
         depths = dict(zip(family.names, row.tolist()))
         assert family.safe(row) is not None
         res = simulate(g, depths)

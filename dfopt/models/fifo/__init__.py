@@ -108,8 +108,8 @@ class _Context:
 
     def slack(self) -> np.ndarray:
         """The cheapest depths of the witness family (each safe by construction)."""
-        values = [self.value(d) for d in self.family.depths]
-        return self.family.depths[int(np.argmin(values))]
+        rows = [self.family.depths(lam) for lam in self.family.lambdas]
+        return rows[int(np.argmin([self.value(d) for d in rows]))]
 
     def verify(self, name: str, depths) -> Candidate:
         depths = np.maximum(np.asarray(depths, dtype=np.int64), 1)
