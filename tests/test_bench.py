@@ -227,9 +227,10 @@ def test_shipped_suites_load_and_plan():
     assert small.root == ROOT and small.baseline == "occupancy"
     assert {"occupancy", "potentials", "flow", "paths", "search"} <= set(small.formulations)
     scale = load_suite(ROOT / "benchmarks" / "suites" / "fifo-scale.json")
-    assert scale.skipped("rand-n1000-s0", 1000, "paths", None)
-    assert not scale.skipped("rand-n100-s0", 100, "paths", None)
+    assert scale.skipped("rand-n10000-s0", 10_000, "search", None)
+    assert not scale.skipped("rand-n1000-s0", 1000, "search", None)
     assert scale.skipped("rand-n100000-s0", 100_000, "potentials", None)
+    assert "paths" in load_suite(ROOT / "benchmarks" / "suites" / "fifo-paths.json").formulations
     assert scale.time_limit_for("search") < scale.time_limit_for("flow")
     plan = plan_runs(small)
     assert len({r.instance for r in plan.runs}) >= 10

@@ -84,7 +84,9 @@ def test_slack_depths_are_safe_by_construction(graph):
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_dags())
-def test_flow_potentials_and_paths_lps_agree(graph):
+def test_flow_and_potentials_agree_and_paths_is_a_relaxation(graph):
+    # potentials forces every path between two kernels to the same total delay (s_v - s_u);
+    # the paper's path LP only asks each path to reach the longest one, so it can be lower.
     inst = as_instance(graph, keep_best=False)
     objs = {}
     for formulation, solver in (("flow", None), ("potentials", "highs"), ("potentials", "clarabel"),
@@ -92,8 +94,19 @@ def test_flow_potentials_and_paths_lps_agree(graph):
         sol = solve_instance(inst, formulation=formulation, solver=solver)
         objs[formulation, solver] = sol.stats["lp_objective"]
     ref = objs["flow", None]
-    for key, value in objs.items():
-        assert value == pytest.approx(ref, rel=1e-5, abs=1e-5), (key, objs)
+    for key in (("potentials", "highs"), ("potentials", "clarabel")):
+        assert objs[key] == pytest.approx(ref, rel=1e-5, abs=1e-5), (key, objs)
+    assert objs["paths", "highs"] <= ref + 1e-6
+
+
+def test_paths_lp_can_be_strictly_below_potentials():
+    from dfopt.bench.generators import random_fifo_dag
+    from dfopt.instance import from_dict
+
+    inst = from_dict(random_fifo_dag(12, seed=0))
+    paths = solve_instance(inst, formulation="paths", keep_best=False).stats["lp_objective"]
+    flow = solve_instance(inst, formulation="flow", keep_best=False).stats["lp_objective"]
+    assert paths == pytest.approx(82.75) and flow == pytest.approx(83.0)
 
 
 def _brute_force_min_total(graph, cap=8):
@@ -190,3 +203,12 @@ def test_depths_are_deterministic():
     a = solve_instance(inst, formulation="potentials").sections["fifo"]["depths"]
     b = solve_instance(inst, formulation="potentials").sections["fifo"]["depths"]
     assert a == b
+
+
+def test_instance_schema_lists_exactly_the_fifo_options():
+    import dataclasses
+
+    from dfopt.schema import get_schema
+
+    schema_fields = set(get_schema("instance")["$defs"]["options"]["properties"]["fifo"]["properties"])
+    assert schema_fields == {f.name for f in dataclasses.fields(fifo.Options)}

@@ -20,12 +20,12 @@ import io
 import json
 import logging
 import math
-import os
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+
+from dfopt.io import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 
@@ -323,7 +323,7 @@ def write_profile_png(records: list, path, metric: str | None = None) -> Path | 
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
-    _write_bytes_atomic(path, buffer.getvalue())
+    write_bytes_atomic(path, buffer.getvalue())
     return Path(path)
 
 
@@ -341,21 +341,6 @@ def _draw_profile(ax, records: list, measure: str) -> None:
     ax.set_title(f"performance profile: {measure}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
-
-
-def _write_bytes_atomic(path, data: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".dfopt-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)                     # mkstemp makes it private
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # -- suite summary ----------------------------------------------------------------------------

@@ -47,32 +47,26 @@ def levels(prog: EventProgram, backwards: bool = False) -> np.ndarray | None:
     return level if seen == n else None
 
 
-def _by_level(level: np.ndarray):
+def _level_events(prog: EventProgram, level: np.ndarray):
+    """Per level with events: (codes, nominal offsets, kernel segment) of its kernels' events."""
     order = np.argsort(level, kind="stable")
     bounds = np.searchsorted(level[order], np.arange(int(level.max(initial=0)) + 2))
     for lv in range(len(bounds) - 1):
-        yield order[bounds[lv]:bounds[lv + 1]]
-
-
-def _level_events(prog: EventProgram, ks: np.ndarray):
-    lo, hi = prog.ev_lo[ks], prog.ev_lo[ks + 1]
-    flat = ranges(lo, hi)
-    seg = np.repeat(np.arange(len(ks), dtype=np.int64), hi - lo)
-    return flat, seg
+        ks = order[bounds[lv]:bounds[lv + 1]]
+        lo, hi = prog.ev_lo[ks], prog.ev_lo[ks + 1]
+        flat = ranges(lo, hi) if len(ks) else np.zeros(0, dtype=np.int64)
+        if len(flat):
+            seg = np.repeat(np.arange(len(ks), dtype=np.int64), hi - lo)
+            yield prog.ev_code[flat], prog.ev_n[flat].astype(np.int64), seg
 
 
 def earliest_times(prog: EventProgram, level: np.ndarray | None = None) -> np.ndarray:
     """Event times by event code (``E + 1`` entries, the last -1) of the unbounded run of a DAG."""
     level = levels(prog) if level is None else level
     tt = np.full(prog.n_events + 1, -1, dtype=np.int64)
-    for ks in _by_level(level):
-        flat, seg = _level_events(prog, ks)
-        if len(flat) == 0:
-            continue
-        code = prog.ev_code[flat]
-        n = prog.ev_n[flat].astype(np.int64)
+    for code, n, seg in _level_events(prog, level):
         read = (code & 1) == 0
-        excess = np.zeros(len(flat), dtype=np.int64)
+        excess = np.zeros(len(code), dtype=np.int64)
         excess[read] = np.maximum(tt[code[read] + 1] + 1 - n[read], 0)   # write k has code 2k+1
         span = int(excess.max(initial=0)) + 1
         lift = seg * span
@@ -85,17 +79,12 @@ def latest_times(prog: EventProgram, makespan: int, level: np.ndarray | None = N
     level = levels(prog, backwards=True) if level is None else level
     sigma = np.full(prog.n_events + 1, -1, dtype=np.int64)
     span = int(makespan) + int(prog.ev_n.max(initial=0)) + 2
-    for ks in _by_level(level):
-        flat, seg = _level_events(prog, ks)
-        if len(flat) == 0:
-            continue
-        code = prog.ev_code[flat]
-        n = prog.ev_n[flat].astype(np.int64)
-        deadline = np.full(len(flat), makespan - 1, dtype=np.int64)
+    for code, n, seg in _level_events(prog, level):
+        deadline = np.full(len(code), makespan - 1, dtype=np.int64)
         write = (code & 1) == 1
         deadline[write] = np.minimum(deadline[write], sigma[code[write] - 1] - 1)  # read k: code 2k
         # sigma_i = n_i + min_{j >= i} (deadline_j - n_j): a segmented running minimum from the end
         rev = (deadline - n)[::-1]
-        lift = (len(ks) - 1 - seg[::-1]) * span
+        lift = (int(seg[-1]) - seg[::-1]) * span
         sigma[code] = n + (np.minimum.accumulate(rev - lift) + lift)[::-1]
     return sigma

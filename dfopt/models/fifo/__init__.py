@@ -256,6 +256,10 @@ def _section(ctx: _Context, best: Candidate, candidates) -> dict:
                        for c in candidates},
         "occupancy_baseline": totals(ctx.arrays, ctx.occupancy),
     }
+    lp_cands = [c for c in candidates if c.name.startswith("lp")]
+    if lp_cands:
+        section["lp"] = {"candidate": lp_cands[0].name, "safe": lp_cands[0].safe,
+                         **totals(ctx.arrays, lp_cands[0].depths)}
     if best.sim is not None:
         section["start"] = {k: int(v) for k, v in best.sim.start.items()}
     if hasattr(ctx, "delays"):
