@@ -51,7 +51,7 @@ __all__ = ["Options", "FORMULATIONS", "DEFAULT_FORMULATION", "solve", "check", "
 DEFAULT_FORMULATION = "flow"
 LP_SOLVER_DEFAULT = "highs"
 CURVES = ("exact", "paper")
-REPAIR_EVENTS = 2_000_000
+REPAIR_EVENTS = 250_000
 
 
 @dataclass(frozen=True)
