@@ -68,11 +68,6 @@ def exact_max_tokens(tokens: int, D: int, ii_src: int, ii_dst: int, delay: float
     return occupancy_depth(writes, reads)
 
 
-def depth_slope(ii_src: int, ii_dst: int) -> int:
-    """Cycles of delay per extra token in the unclamped part of the curve (for LP weights)."""
-    return ii_dst if ii_src < ii_dst else ii_src
-
-
 def exact_max_tokens_array(tokens, D, ii_src, ii_dst, delay) -> np.ndarray:
     """Vectorised :func:`exact_max_tokens` through its closed form (one entry per stream).
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dfopt.errors import InstanceError
-from dfopt.models.fifo.curves import depth_slope
 
 MAX_PATHS = 200_000
 
