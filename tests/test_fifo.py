@@ -212,3 +212,21 @@ def test_instance_schema_lists_exactly_the_fifo_options():
 
     schema_fields = set(get_schema("instance")["$defs"]["options"]["properties"]["fifo"]["properties"])
     assert schema_fields == {f.name for f in dataclasses.fields(fifo.Options)}
+
+
+def test_stored_per_kernel_witness_is_rebuilt_and_verified_by_the_checker():
+    from dfopt.bench.generators import random_fifo_dag
+    from dfopt.instance import from_dict
+
+    inst = from_dict(random_fifo_dag(10, seed=0))
+    sol = solve_instance(inst, formulation="slack")
+    sec = sol.sections["fifo"]
+    assert "witness" in sec and sec["total_depth"] < sec["occupancy_baseline"]["total_depth"]
+    assert all(c.ok for c in fifo.checks(inst, sol, simulate_mode="never"))
+    name = max(sec["depths"], key=sec["depths"].get)
+    sec["depths"][name] -= 1
+    sec["total_depth"] -= 1
+    sol.objective = None
+    sec.pop("total_bits"), sec.pop("bram18")
+    failed = {c.name: c.details for c in fifo.checks(inst, sol, simulate_mode="never") if not c.ok}
+    assert "witness" in failed and name in failed["witness"][0]

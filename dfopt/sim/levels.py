@@ -60,14 +60,22 @@ def _level_events(prog: EventProgram, level: np.ndarray):
             yield prog.ev_code[flat], prog.ev_n[flat].astype(np.int64), seg
 
 
-def earliest_times(prog: EventProgram, level: np.ndarray | None = None) -> np.ndarray:
-    """Event times by event code (``E + 1`` entries, the last -1) of the unbounded run of a DAG."""
+def earliest_times(prog: EventProgram, level: np.ndarray | None = None,
+                   release: np.ndarray | None = None) -> np.ndarray:
+    """Event times by event code (``E + 1`` entries, the last -1) of the unbounded run of a DAG.
+
+    ``release`` (by event code) adds a lower bound per event: the result is then the earliest
+    schedule that satisfies the timing model and starts no event before its release.
+    """
     level = levels(prog) if level is None else level
     tt = np.full(prog.n_events + 1, -1, dtype=np.int64)
     for code, n, seg in _level_events(prog, level):
         read = (code & 1) == 0
-        excess = np.zeros(len(code), dtype=np.int64)
-        excess[read] = np.maximum(tt[code[read] + 1] + 1 - n[read], 0)   # write k has code 2k+1
+        if release is None:
+            excess = np.zeros(len(code), dtype=np.int64)
+        else:
+            excess = np.maximum(release[code] - n, 0)
+        excess[read] = np.maximum(excess[read], tt[code[read] + 1] + 1 - n[read])   # write k: 2k+1
         span = int(excess.max(initial=0)) + 1
         lift = seg * span
         tt[code] = n + np.maximum.accumulate(excess + lift) - lift

@@ -41,7 +41,7 @@ from dfopt.models.fifo.curves import exact_max_tokens_array, paper_max_tokens_ar
 from dfopt.models.fifo.edges import (OBJECTIVES, STRATEGIES, objective_value, objective_weights,
                                      stream_arrays, totals)
 from dfopt.models.fifo.repair import repair, shrink
-from dfopt.models.fifo.witness import schedule_family
+from dfopt.models.fifo.witness import refine, schedule_family
 from dfopt.models.options import CommonOptions
 from dfopt.sim import compile_events, simulate
 from dfopt.solution import Solution
@@ -64,6 +64,7 @@ class Options(CommonOptions):
     keep_best: bool = True          # LP formulations: return the best verified candidate
     repair_rounds: int = 100        # simulations the repair may spend
     simulate: str = "auto"          # auto | always | never: bounded simulation of candidates
+    refine_budget: int = 100_000_000  # events x schedule passes the per-kernel witness search may spend
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Candidate:
     value: int
     proof: str                      # "witness lam=0.3", "simulated", or why it is unsafe
     sim: object = None              # the bounded SimResult when it was simulated
+    witness: np.ndarray | None = None  # per-kernel mix whose schedule proves the depths
 
 
 class _Context:
@@ -107,9 +109,24 @@ class _Context:
         return self.can_simulate and self.events <= REPAIR_EVENTS and self.options.repair_rounds > 0
 
     def slack(self) -> np.ndarray:
-        """The cheapest depths of the witness family (each safe by construction)."""
-        rows = [self.family.depths(lam) for lam in self.family.lambdas]
-        return rows[int(np.argmin([self.value(d) for d in rows]))]
+        """The cheapest depths of the witness family, refined per kernel (safe by construction)."""
+        return self.slack_candidate().depths
+
+    def slack_candidate(self) -> Candidate:
+        if not hasattr(self, "_slack"):
+            lams = self.family.lambdas
+            values = [self.value(self.family.depths(lam)) for lam in lams]
+            start = lams[int(np.argmin(values))]
+            budget = self.options.refine_budget // max(self.events, 1)
+            if budget >= 2 and self.family.prog.n_kernels > 1:
+                mix, depths, spent = refine(self.family, self.value, start, budget)
+                self.stats["refine_evaluations"] = spent
+                self._slack = Candidate("slack", depths, True, self.value(depths),
+                                        "witness (per-kernel mix)", witness=mix)
+            else:
+                depths = self.family.depths(start)
+                self._slack = Candidate("slack", depths, True, self.value(depths), f"witness lam={start:g}")
+        return self._slack
 
     def verify(self, name: str, depths) -> Candidate:
         depths = np.maximum(np.asarray(depths, dtype=np.int64), 1)
@@ -163,7 +180,7 @@ def _solve_lp(ctx: _Context, formulation: str) -> list[Candidate]:
     cands = [lp_cand]
     if ctx.options.keep_best:
         slack = ctx.slack()
-        cands += [ctx.verify("occupancy", ctx.occupancy), ctx.verify("slack", slack)]
+        cands += [ctx.verify("occupancy", ctx.occupancy), ctx.slack_candidate()]
         cands.append(_repaired(ctx, "combined", np.minimum.reduce([raw, ctx.occupancy, slack])))
     ctx.stats["time_repair_s"] = time.perf_counter() - t
     return cands
@@ -183,7 +200,7 @@ FORMULATIONS = {
     "potentials": lambda ctx: _solve_lp(ctx, "potentials"),
     "paths": lambda ctx: _solve_lp(ctx, "paths"),
     "occupancy": lambda ctx: [ctx.verify("occupancy", ctx.occupancy)],
-    "slack": lambda ctx: [ctx.verify("slack", ctx.slack())],
+    "slack": lambda ctx: [ctx.slack_candidate()],
     "search": _solve_search,
 }
 
@@ -260,8 +277,18 @@ def _section(ctx: _Context, best: Candidate, candidates) -> dict:
     if lp_cands:
         section["lp"] = {"candidate": lp_cands[0].name, "safe": lp_cands[0].safe,
                          **totals(ctx.arrays, lp_cands[0].depths)}
+    if best.witness is not None:
+        section["witness"] = _witness_dict(ctx, best.witness)
     if best.sim is not None:
         section["start"] = {k: int(v) for k, v in best.sim.start.items()}
     if hasattr(ctx, "delays"):
         section["delays"] = {n: float(round(d, 6)) for n, d in zip(ctx.names, ctx.delays)}
     return section
+
+
+def _witness_dict(ctx: _Context, mix: np.ndarray) -> dict:
+    """The per-kernel mix as stored in the solution: the common value and the exceptions."""
+    values, counts = np.unique(mix, return_counts=True)
+    common = float(values[int(np.argmax(counts))])
+    names = ctx.family.prog.kernel_names
+    return {"lam": common, "kernels": {names[i]: float(mix[i]) for i in np.flatnonzero(mix != common)}}

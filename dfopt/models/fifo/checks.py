@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from dfopt.models.fifo.edges import objective_value, stream_arrays, totals
-from dfopt.models.fifo.witness import schedule_family
+from dfopt.models.fifo.witness import check_mix, schedule_family
 from dfopt.sim import compile_events, simulate
 from dfopt.solution import Check
 
@@ -60,9 +60,15 @@ def checks(instance, solution, simulate_mode: str = "auto") -> list[Check]:
     vec = np.array([depths[n] for n in arrays.names], dtype=np.int64)
     lam = None
     if simulate_mode != "always":
-        lam = schedule_family(graph, reference).safe(vec)
-        if lam is not None:
-            out.append(Check("witness", True, []))
+        family = schedule_family(graph, reference)
+        if "witness" in sec:
+            faults = _stored_witness_faults(family, sec["witness"], vec)
+            lam = None if faults else 1.0
+            out.append(Check("witness", not faults, faults))
+        else:
+            lam = family.safe(vec)
+            if lam is not None:
+                out.append(Check("witness", True, []))
     small = compile_events(graph).n_events <= SIMULATE_EVENTS
     if simulate_mode == "always" or (simulate_mode == "auto" and (small or lam is None)):
         out.append(_simulated_check(graph, depths, reference))
@@ -84,3 +90,18 @@ def checks(instance, solution, simulate_mode: str = "auto") -> list[Check]:
 def check(instance, solution) -> list[str]:
     """Violations of a fifo solution (empty when it is valid)."""
     return [msg for c in checks(instance, solution) for msg in c.details]
+
+
+def _stored_witness_faults(family, witness: dict, depths) -> list[str]:
+    """Rebuild the schedule of a stored per-kernel mix and verify it covers ``depths``."""
+    names = family.prog.kernel_names
+    unknown = [k for k in witness.get("kernels", {}) if k not in names]
+    if unknown:
+        return [f"witness names unknown kernels: {', '.join(unknown[:5])}"]
+    lam = np.full(len(names), float(witness.get("lam", 1.0)))
+    index = {k: i for i, k in enumerate(names)}
+    for k, v in witness.get("kernels", {}).items():
+        lam[index[k]] = float(v)
+    if ((lam < 0) | (lam > 1)).any():
+        return ["witness mixes must lie in [0, 1]"]
+    return check_mix(family, lam, depths)

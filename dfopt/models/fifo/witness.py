@@ -18,6 +18,13 @@ constraints then hold exactly when ``N_e >= occupancy_e(sigma)`` for every strea
 occupancy is the smallest depth with ``sigma(write k) > sigma(read k - N)``. So each lam gives a
 safe depth vector, and a depth vector is proven safe when it dominates one of them.
 
+The mix can also differ per kernel: release every event of kernel k at
+``floor(lam_k * ASAP + (1 - lam_k) * ALAP)`` and take the earliest schedule that satisfies the
+timing model and those releases. The latest schedule satisfies both, so this schedule is no later
+than it and still ends by ``M - 1``: another witness. :func:`refine` searches the per-kernel
+mixes by coordinate descent; the solution stores the mix (``fifo.witness``) so that the checker
+can rebuild the schedule and verify it without trusting the search.
+
 >>> from dfopt.ir import DataflowGraph, Kernel, Stream
 >>> from dfopt.sim import simulate
 >>> g = DataflowGraph([Kernel("a", delay=1), Kernel("b", ii=4)], [Stream("e", "a", "b", 64)])
@@ -30,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dfopt.sim.engine import occupancy
-from dfopt.sim.levels import latest_times
+from dfopt.sim.engine import dag_levels, occupancy
+from dfopt.sim.levels import earliest_times, latest_times
 
 LAMBDAS = (1.0, 0.0, 0.25, 0.5, 0.75)
 
@@ -66,6 +73,23 @@ class ScheduleFamily:
             self._depths[lam] = np.maximum(occupancy(self.prog, self.schedule(lam)), 1)
         return self._depths[lam]
 
+    def kernel_mix(self, lam_per_kernel) -> tuple[np.ndarray, np.ndarray]:
+        """(schedule by code, depths) of the per-kernel mix ``lam_per_kernel`` (one per kernel)."""
+        lam = np.asarray(lam_per_kernel, dtype=float)[self._kernel_of_code()]
+        if self._alap is None:
+            self._alap = latest_times(self.prog, self.makespan)
+        release = np.floor(lam * self._asap + (1.0 - lam) * self._alap).astype(np.int64)
+        release[-1] = -1
+        sigma = earliest_times(self.prog, dag_levels(self.prog), release)
+        return sigma, np.maximum(occupancy(self.prog, sigma), 1)
+
+    def _kernel_of_code(self) -> np.ndarray:
+        if not hasattr(self, "_kcode"):
+            p = self.prog
+            self._kcode = np.zeros(p.n_events + 1, dtype=np.int64)
+            self._kcode[p.ev_code] = np.repeat(np.arange(p.n_kernels), np.diff(p.ev_lo))
+        return self._kcode
+
     def safe(self, depths) -> float | None:
         """A lam whose schedule witnesses that ``depths`` are safe (None: no witness here)."""
         depths = np.asarray(depths, dtype=np.int64)
@@ -79,3 +103,44 @@ def schedule_family(graph, reference, lambdas=LAMBDAS) -> ScheduleFamily:
     """The family around an unbounded reference run (``simulate(..., record=True)``)."""
     prog, asap = reference.event_times()
     return ScheduleFamily(prog, asap, reference.makespan, lambdas)
+
+
+def refine(family: ScheduleFamily, value, start_lam: float, budget: int,
+           choices=(0.0, 0.5, 1.0)) -> tuple[np.ndarray, np.ndarray, int]:
+    """Coordinate descent over per-kernel mixes: (lam per kernel, depths, evaluations spent).
+
+    Starts from ``start_lam`` everywhere; sweeps the kernels in order, trying each of ``choices``
+    and keeping a change only when ``value(depths)`` drops; stops after a sweep without gain or
+    after ``budget`` evaluations (each one schedule pass and one occupancy count). Deterministic.
+    """
+    lam = np.full(family.prog.n_kernels, float(start_lam))
+    _, best_depths = family.kernel_mix(lam)
+    best, spent = value(best_depths), 1
+    improved = True
+    while improved and spent < budget:
+        improved = False
+        for k in range(len(lam)):
+            for choice in choices:
+                if choice == lam[k] or spent >= budget:
+                    continue
+                old, lam[k] = lam[k], choice
+                _, depths = family.kernel_mix(lam)
+                spent += 1
+                v = value(depths)
+                if v < best:
+                    best, best_depths, improved = v, depths, True
+                else:
+                    lam[k] = old
+    return lam, best_depths, spent
+
+
+def check_mix(family: ScheduleFamily, lam_per_kernel, depths) -> list[str]:
+    """Faults of a stored per-kernel witness: it must end by M - 1 and ``depths`` must cover it."""
+    sigma, need = family.kernel_mix(lam_per_kernel)
+    faults = []
+    if int(sigma[:-1].max(initial=-1)) > family.makespan - 1:
+        faults.append(f"the witness schedule ends at {int(sigma[:-1].max()) + 1}, after the makespan {family.makespan}")
+    short = np.flatnonzero(np.asarray(depths) < need)
+    faults += [f"stream {family.names[j]}: depth {int(depths[j])} below the witness occupancy {int(need[j])}"
+               for j in short[:10]]
+    return faults
