@@ -188,6 +188,11 @@ def main(argv=None) -> int:
     except NoSolutionError as err:
         sys.stderr.write(f"dfopt: no solution: {err}\n")
         return err.exit_code
+    except InstanceError as err:
+        where = getattr(args, "instance", None)
+        sys.stderr.write(f"dfopt: bad input{f' in {where}' if where else ''}:\n")
+        sys.stderr.write("".join(f"  {p}\n" for p in err.problems))
+        return err.exit_code
     except DfoptError as err:
         kind = type(err).__name__.replace("Error", "").lower() or "error"
         sys.stderr.write(f"dfopt: {kind}: {err}\n")
