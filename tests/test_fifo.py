@@ -58,16 +58,17 @@ def test_fast_producer_into_slow_consumer_needs_one_slot_not_the_backlog():
 
 def test_conservative_strategy_sizes_from_the_slowest_ii():
     g = chain((1, 1), (0, 4), tokens=64)
-    sol = solve_instance(as_instance(g, strategy="conservative", keep_best=False))
+    sol = solve_instance(as_instance(g, strategy="conservative", keep_best=False), formulation="flow")
     assert sol.ok
     assert sol.sections["fifo"]["strategy"] == "conservative"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(small_dags())
-def test_default_is_safe_latency_preserving_and_not_above_occupancy(graph):
+@pytest.mark.parametrize("formulation", [fifo.DEFAULT_FORMULATION, "flow"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=small_dags())
+def test_default_and_flow_are_safe_latency_preserving_and_not_above_occupancy(formulation, graph):
     for objective in ("depth", "bits", "bram18"):
-        sol = solve_instance(as_instance(graph), objective=objective)
+        sol = solve_instance(as_instance(graph), objective=objective, formulation=formulation)
         assert sol.ok, [c for c in sol.checks if not c.ok]
         sec = sol.sections["fifo"]
         key = {"depth": "total_depth", "bits": "total_bits", "bram18": "bram18"}[objective]
@@ -147,7 +148,7 @@ def test_repair_grows_lp_depths_that_stall():  # noqa: D103
     g = DataflowGraph(
         [Kernel("k0", delay=1, ii=1), Kernel("k1", delay=2, ii=3), Kernel("k2", delay=1, ii=1)],
         [Stream("a", "k0", "k1", 12), Stream("b", "k1", "k2", 12), Stream("c", "k0", "k2", 12)])
-    sol = solve_instance(as_instance(g, keep_best=False, strategy="conservative"))
+    sol = solve_instance(as_instance(g, keep_best=False, strategy="conservative"), formulation="flow")
     assert sol.ok
     assert sol.sections["fifo"]["chosen"] in ("lp", "lp-repaired")
 

@@ -7,15 +7,15 @@ bounded simulation (:mod:`dfopt.sim`) — and checked again by :mod:`.checks`.
 
 Formulations (``FORMULATIONS``):
 
-* ``flow`` (default), ``potentials``, ``paths`` — the LP over delays (:mod:`.delays`), depths
-  from the token curves at the solved delays. Depths that stall or deadlock are repaired
+* ``slack`` (default) — depths read off witness schedules (:mod:`.witness`): mixes of the
+  earliest and latest schedules, refined per kernel; safe by construction, no LP, fast at scale.
+* ``flow``, ``potentials``, ``paths`` — the LP over delays (:mod:`.delays`), depths from the
+  token curves at the solved delays. Depths that stall or deadlock are repaired
   (:func:`.repair.repair`). With ``keep_best`` (default) the answer is the best verified one
   among the LP depths, the ``occupancy`` baseline, the ``slack`` depths and their per-stream
   minimum after repair (``combined``).
 * ``occupancy`` — the Vitis cosim / hls4ml / FINN baseline: each stream's maximum occupancy in
   one unbounded simulation.
-* ``slack`` — the cheapest depths read off the mixed earliest/latest schedules; safe by
-  construction (:mod:`.witness`).
 * ``search`` — FIFOAdvisor-style: shrink the occupancy depths one stream at a time by binary
   search under simulation, within the time limit.
 
@@ -48,7 +48,7 @@ from dfopt.solution import Solution
 
 __all__ = ["Options", "FORMULATIONS", "DEFAULT_FORMULATION", "solve", "check", "checks"]
 
-DEFAULT_FORMULATION = "flow"
+DEFAULT_FORMULATION = "slack"
 LP_SOLVER_DEFAULT = "highs"
 CURVES = ("exact", "paper")
 REPAIR_EVENTS = 250_000
@@ -249,7 +249,7 @@ def solve(instance, options: Options) -> Solution:
     solution = Solution(
         instance=instance.name, problem="fifo", status="time_limit" if timed_out else "feasible",
         objective=best.value, bound=None, formulation=formulation,
-        solver=ctx.stats.get("lp_solver", "simulation"), seed=options.seed,
+        solver=ctx.stats.get("lp_solver", "none"), seed=options.seed,
         sections={"fifo": _section(ctx, best, candidates)},
         stats={**ctx.stats, "time_build_s": t_build - t0, "time_solve_s": t_solve - t_build},
     )
