@@ -33,7 +33,10 @@ def solve_instance(instance, **overrides) -> Solution:
     return solution
 
 
-def check_solution(instance, solution: Solution) -> list[Check]:
-    """Re-run every checker of the solution's problem, without a solver."""
+def check_solution(instance, solution: Solution, **kwargs) -> list[Check]:
+    """Re-run every checker of the solution's problem, without a solver.
+
+    Keyword arguments go to the model's checker (fifo: ``simulate_mode`` auto | always | never).
+    """
     model = get_model(solution.problem)
-    return model.checks(instance, solution)
+    return model.checks(instance, solution, **kwargs)

@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="re-run every checker on a solution file")
     p.add_argument("instance")
     p.add_argument("solution")
+    p.add_argument("--simulate", choices=("auto", "always", "never"), default="auto",
+                   help="fifo: run the bounded simulation (auto: small graphs, or when no witness proves the depths)")
 
     p = sub.add_parser("validate", help="load an instance and report every problem in it")
     p.add_argument("instance")
@@ -128,7 +130,8 @@ def cmd_check(args) -> int:
     if solution.problem != instance.problem or solution.instance != instance.name:
         raise InstanceError(f"the solution is for {solution.problem} instance {solution.instance!r}, "
                             f"not {instance.problem} instance {instance.name!r}", pointer="/instance")
-    results = check_solution(instance, solution)
+    kwargs = {"simulate_mode": args.simulate} if solution.problem == "fifo" else {}
+    results = check_solution(instance, solution, **kwargs)
     for c in results:
         _out(f"{'ok  ' if c.ok else 'FAIL'} {c.name}")
         for d in c.details[:20]:

@@ -107,3 +107,13 @@ def test_plot_writes_a_png(tmp_path, capsys):
     png = tmp_path / "fifo.png"
     code, _ = run("solve", ROOT / "instances/fifo/transformer-block.json", "--plot", png, capsys=capsys)
     assert code == 0 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_check_can_force_or_skip_the_simulation(tmp_path, capsys):
+    sol_file = tmp_path / "sol.json"
+    inst = ROOT / "instances/fifo/transformer-block.json"
+    assert run("solve", inst, "-o", sol_file, capsys=capsys)[0] == 0
+    code, out = run("check", inst, sol_file, "--simulate", "always", capsys=capsys)
+    assert code == 0 and "simulated" in out.out and "witness" not in out.out
+    code, out = run("check", inst, sol_file, "--simulate", "never", capsys=capsys)
+    assert code == 0 and "simulated" not in out.out and "witness" in out.out
