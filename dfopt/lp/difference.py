@@ -50,7 +50,8 @@ from scipy.sparse import csgraph
 from dfopt.errors import InfeasibleError, InstanceError, SolverError, unknown_name_error
 from dfopt.lp.potentials import _PositiveCycle, longest_path_potentials, tight_potentials
 
-__all__ = ["solve_difference_lp", "DifferenceResult", "METHODS", "longest_path_potentials"]
+__all__ = ["solve_difference_lp", "DifferenceResult", "METHODS", "longest_path_potentials",
+           "incidence_matrix"]
 
 METHODS = ("flow", "highs", "cvxpy")
 
@@ -281,12 +282,23 @@ def _tree_jumps(n, src, dst, low, pot, up: bool):
 
 
 # -------------------------------------------------------------- the LP methods
-def _incidence(arcs: _Arcs) -> sp.csr_matrix:
-    m = len(arcs.src)
+def incidence_matrix(n: int, src, dst) -> sp.csr_matrix:
+    """Arc-node incidence (one row per arc: -1 at its source, +1 at its destination), so that
+    ``A @ s`` is every arc's difference ``s[dst] - s[src]``.
+
+    >>> incidence_matrix(3, [0, 1], [1, 2]).toarray().tolist()
+    [[-1.0, 1.0, 0.0], [0.0, -1.0, 1.0]]
+    """
+    src, dst = np.asarray(src), np.asarray(dst)
+    m = len(src)
     indptr = np.arange(0, 2 * m + 1, 2)
-    indices = np.c_[arcs.src, arcs.dst].ravel()
+    indices = np.c_[src, dst].ravel()
     data = np.tile([-1.0, 1.0], m)
-    return sp.csr_matrix((data, indices, indptr), shape=(m, arcs.n))
+    return sp.csr_matrix((data, indices, indptr), shape=(m, n))
+
+
+def _incidence(arcs: _Arcs) -> sp.csr_matrix:
+    return incidence_matrix(arcs.n, arcs.src, arcs.dst)
 
 
 def _node_costs(arcs: _Arcs) -> np.ndarray:

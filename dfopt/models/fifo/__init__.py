@@ -92,7 +92,9 @@ class _Context:
             raise InfeasibleError("the graph deadlocks even with unbounded FIFOs: " + blocked_text(self.reference))
         self.makespan = self.reference.makespan
         self.family = schedule_family(graph, self.reference)
-        self.occupancy = np.array([max(1, self.reference.max_occupancy[n]) for n in self.names], dtype=np.int64)
+        self.occupancy = self.family.depths(1.0)
+        self.delays: np.ndarray | None = None      # stream delays, when an LP ran
+        self._slack: Candidate | None = None
         self.events = compile_events(graph).n_events
         self.stats: dict = {"events": self.events}
 
@@ -113,7 +115,7 @@ class _Context:
         return self.slack_candidate().depths
 
     def slack_candidate(self) -> Candidate:
-        if not hasattr(self, "_slack"):
+        if self._slack is None:
             lams = self.family.lambdas
             values = [self.value(self.family.depths(lam)) for lam in lams]
             start = lams[int(np.argmin(values))]
@@ -281,7 +283,7 @@ def _section(ctx: _Context, best: Candidate, candidates) -> dict:
         section["witness"] = _witness_dict(ctx, best.witness)
     if best.sim is not None:
         section["start"] = {k: int(v) for k, v in best.sim.start.items()}
-    if hasattr(ctx, "delays"):
+    if ctx.delays is not None:
         section["delays"] = {n: float(round(d, 6)) for n, d in zip(ctx.names, ctx.delays)}
     return section
 

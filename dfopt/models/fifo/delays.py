@@ -40,13 +40,9 @@ def stream_costs(arrays, weights) -> np.ndarray:
 
 
 def _incidence(arrays):
-    import scipy.sparse as sp
+    from dfopt.lp.difference import incidence_matrix
 
-    m, n = len(arrays.names), len(arrays.kernels)
-    rows = np.concatenate([np.arange(m), np.arange(m)])
-    cols = np.concatenate([arrays.dst, arrays.src])
-    vals = np.concatenate([np.ones(m), -np.ones(m)])
-    return sp.csr_matrix((vals, (rows, cols)), shape=(m, n))
+    return incidence_matrix(len(arrays.kernels), arrays.src, arrays.dst)
 
 
 def delays_potentials(arrays, weights, solver: str, time_limit: float, seed: int) -> DelayResult:

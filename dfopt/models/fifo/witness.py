@@ -54,6 +54,7 @@ class ScheduleFamily:
         self._asap = asap.astype(np.int64)
         self._alap = None
         self._depths: dict = {}
+        self._kcode = None
 
     def schedule(self, lam: float) -> np.ndarray:
         """Event times (by code) of ``floor(lam * earliest + (1 - lam) * latest)``."""
@@ -84,7 +85,7 @@ class ScheduleFamily:
         return sigma, np.maximum(occupancy(self.prog, sigma), 1)
 
     def _kernel_of_code(self) -> np.ndarray:
-        if not hasattr(self, "_kcode"):
+        if self._kcode is None:
             p = self.prog
             self._kcode = np.zeros(p.n_events + 1, dtype=np.int64)
             self._kcode[p.ev_code] = np.repeat(np.arange(p.n_kernels), np.diff(p.ev_lo))
@@ -100,9 +101,15 @@ class ScheduleFamily:
 
 
 def schedule_family(graph, reference, lambdas=LAMBDAS) -> ScheduleFamily:
-    """The family around an unbounded reference run (``simulate(..., record=True)``)."""
+    """The family around an unbounded reference run (``simulate(..., record=True)``).
+
+    Its lam = 1 depths are the reference run's occupancy, taken from the run, not recounted.
+    """
     prog, asap = reference.event_times()
-    return ScheduleFamily(prog, asap, reference.makespan, lambdas)
+    family = ScheduleFamily(prog, asap, reference.makespan, lambdas)
+    occ = np.array([reference.max_occupancy[n] for n in family.names], dtype=np.int64)
+    family._depths[1.0] = np.maximum(occ, 1)
+    return family
 
 
 def refine(family: ScheduleFamily, value, start_lam: float, budget: int,
