@@ -94,6 +94,49 @@ class ITensorType:
                 "tripcounts": list(self.tripcounts), "steps": list(self.steps), "map": list(self.map)}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ITensorType":
+    def from_dict(cls, d: dict) -> ITensorType:
         return cls(d["dtype"], tuple(d["shape"]), tuple(d["element"]), tuple(d["tripcounts"]),
                    tuple(d["steps"]), tuple(d["map"]))
+
+
+def loop_nest_type(dtype: str, shape, loops, indices, *, output: bool = False) -> ITensorType:
+    """The itensor type of one tensor port of a tiled loop nest (Linalg-to-dataflow conversion).
+
+    ``loops`` are the kernel's tiled loops, outermost first: objects or dicts with ``name``,
+    ``tripcount``, ``step`` and ``kind`` (``parallel`` | ``reduction``). ``indices[d]`` names the
+    loop whose induction variable offsets data dimension ``d`` (the slice offset ``i * step``), or
+    is ``None`` when the port reads the whole dimension. The element is the slice (the loop's step,
+    or the whole dimension); loops that index no dimension re-iterate the tile. For an ``output``
+    port the reduction loops that index none of its dimensions are dropped: the tile is written
+    once, after its reduction.
+
+    Matmul ``C[i, j] += A[i, k] * B[k, j]`` tiled 4x4x8 over 16x16x32, loops (i, j, k):
+
+    >>> L = [{"name": "i", "tripcount": 4, "step": 4}, {"name": "j", "tripcount": 4, "step": 4},
+    ...      {"name": "k", "tripcount": 4, "step": 8, "kind": "reduction"}]
+    >>> str(loop_nest_type("f32", (16, 32), L, ["i", "k"]))
+    'itensor<4x8xf32, [4,4,4]*[4,4,8], (d0,d1,d2)->(d0,d2)>'
+    >>> c = loop_nest_type("f32", (16, 16), L, ["i", "j"], output=True)
+    >>> str(c), c.tokens
+    ('itensor<4x4xf32, [4,4]*[4,4], (d0,d1)->(d0,d1)>', 16)
+    """
+    def get(loop, key, default=None):
+        return loop.get(key, default) if isinstance(loop, dict) else getattr(loop, key, default)
+
+    shape, indices = tuple(int(s) for s in shape), list(indices)
+    if len(indices) != len(shape):
+        raise ValueError(f"indices {indices} must name one loop (or None) per dimension of shape {list(shape)}")
+    names = [get(lp, "name") for lp in loops]
+    used = {n for n in indices if n is not None}
+    unknown = used - set(names)
+    if unknown:
+        raise ValueError(f"indices name unknown loops {sorted(unknown)}; the nest has {names}")
+    kept = [lp for lp in loops
+            if not (output and get(lp, "kind", "parallel") == "reduction" and get(lp, "name") not in used)]
+    position = {get(lp, "name"): i for i, lp in enumerate(kept)}
+    element = tuple(shape[d] if n is None else int(get(kept[position[n]], "step", 1))
+                    for d, n in enumerate(indices))
+    return ITensorType(dtype, shape, element,
+                       tuple(int(get(lp, "tripcount")) for lp in kept),
+                       tuple(int(get(lp, "step", 1)) for lp in kept),
+                       tuple(None if n is None else position[n] for n in indices))
