@@ -42,4 +42,41 @@ def _fifo_summary(instance, solution) -> list[str]:
     return lines
 
 
-SECTION_SUMMARIES = {"fifo": _fifo_summary}
+def _bytes(b) -> str:
+    b = float(b)
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if b >= size:
+            return f"{b / size:.2f} {unit}"
+    return f"{b:g} B"
+
+
+def _fusion_summary(instance, solution) -> list[str]:
+    sec = solution.sections["fusion"]
+    greedy, onchip = sec["greedy"], sec["onchip"]
+    lines = [f"  {sum(len(g) for g in sec['groups'])} kernels in {len(sec['groups'])} groups, "
+             f"C_max {_bytes(sec['c_max'])}, largest group {_bytes(max(sec['group_costs']))}",
+             f"  DRAM traffic {_bytes(sec['dram_bytes'])} ({sec['dram_ratio']:.3f} of no fusion, "
+             f"{_bytes(sec['unfused_dram_bytes'])}); Algorithm 2 greedy {_bytes(greedy['dram_bytes'])} "
+             f"in {greedy['groups']} groups",
+             f"  on-chip {_bytes(onchip['fused_bytes'])} = {onchip['ratio']:.3f} x buffering every "
+             f"fused intermediate whole ({_bytes(onchip['buffered_bytes'])}); converters "
+             f"{_bytes(onchip['converter_bytes'])} on {len(sec['converters'])} streams"]
+    for i, members in enumerate(sec["groups"][:8]):
+        shown = ", ".join(members[:10]) + (f", ... ({len(members)})" if len(members) > 10 else "")
+        lines.append(f"    group {i} ({_bytes(sec['group_costs'][i])}): {shown}")
+    if len(sec["groups"]) > 8:
+        lines.append(f"    ... {len(sec['groups']) - 8} more groups")
+    return lines
+
+
+def _converter_summary(instance, solution) -> list[str]:
+    sec = solution.sections["converter"]
+    lines = [f"  {sec['needed']} of {sec['streams']} streams need a converter, {_bytes(sec['total_bytes'])} in all"]
+    for name, c in list(sec["converters"].items())[:10]:
+        shape = "x".join(map(str, c["shape"])) if "shape" in c else "explicit"
+        lines.append(f"    {name}: buffer {shape} (ping-pong {_bytes(c['bytes'])}), "
+                     f"reused {c.get('reuse', 1)} times over {c.get('shared_loops', 0)} shared loops")
+    return lines
+
+
+SECTION_SUMMARIES = {"fifo": _fifo_summary, "fusion": _fusion_summary, "converter": _converter_summary}

@@ -97,7 +97,7 @@ def _token_walk(rng: np.random.Generator, n: int, tokens) -> np.ndarray:
 def _draw_widths(rng: np.random.Generator, count: int, width) -> np.ndarray:
     """Powers of two within ``width`` (uniform over them); plain integers when there is none."""
     lo, hi = width
-    powers = [1 << b for b in range(0, 31) if lo <= (1 << b) <= hi]
+    powers = [1 << b for b in range(31) if lo <= (1 << b) <= hi]
     if powers:
         return rng.choice(np.asarray(powers, dtype=np.int64), size=count)
     return rng.integers(lo, hi + 1, size=count)
@@ -138,7 +138,7 @@ def _as_tuple(v):
     return tuple(v) if isinstance(v, (list, tuple)) else v
 
 
-GENERATORS = {"fifo_random": random_fifo_dag}
+GENERATORS = {"fifo_random": random_fifo_dag}  # more are registered at the end of the module
 _ALIASES = {"n": "n_kernels"}
 
 
@@ -189,3 +189,13 @@ def _parse_value(text: str, spec: str):
         except ValueError:
             pass
     raise InstanceError(f"generator spec {spec!r}: expected a number or a|b|c, got {text!r}")
+
+
+def _register_problem_generators() -> None:
+    # generators of other problems build on the helpers above, so they register after them
+    from dfopt.bench.fusion_gen import random_fusion_dag
+
+    GENERATORS["fusion_random"] = random_fusion_dag
+
+
+_register_problem_generators()

@@ -3,7 +3,7 @@
 ``check(instance, solution) -> list[Violation]`` written without the solver.
 
 >>> sorted(MODEL_NAMES)
-['fifo']
+['converter', 'fifo', 'fusion']
 >>> get_model("fifo").__name__
 'dfopt.models.fifo'
 """
@@ -14,7 +14,8 @@ import importlib
 
 from dfopt.errors import unknown_name_error
 
-MODEL_NAMES = {"fifo": "dfopt.models.fifo"}
+MODEL_NAMES = {"fifo": "dfopt.models.fifo", "converter": "dfopt.models.converter",
+               "fusion": "dfopt.models.fusion"}
 
 
 def get_model(problem: str):
