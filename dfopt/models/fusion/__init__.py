@@ -171,7 +171,9 @@ def solve(instance, options: Options) -> Solution:
     comb = lower_bound(data)
     t_prep = time.perf_counter() - t0
     ctx = {"data": data, "options": options, "greedy": greedy, "merged": merged}
+    t1 = time.perf_counter()
     out = FORMULATIONS[formulation](ctx)
+    t_solve = time.perf_counter() - t1
     objective = data.cut_traffic(out.assign)
     bound = max(comb, out.bound or 0.0)
     bound = min(bound, objective)
@@ -180,7 +182,7 @@ def solve(instance, options: Options) -> Solution:
         instance=instance.name, problem="fusion", status=status, objective=objective, bound=bound,
         formulation=formulation, solver=out.solver, seed=options.seed,
         sections={"fusion": _section(graph, data, out.assign, greedy, merged, comb)},
-        stats={**(out.stats or {}), "time_prepare_s": t_prep})
+        stats={**(out.stats or {}), "time_prepare_s": t_prep, "time_solve_s": t_solve})
     t = time.perf_counter()
     solution.checks = checks(instance, solution)
     solution.stats["time_check_s"] = time.perf_counter() - t
