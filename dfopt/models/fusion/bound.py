@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from dfopt.models.fusion.data import FusionData, ancestors_matrix
+from dfopt.models.fusion.data import FusionData
 
 
 def forced_cuts(data: FusionData, anc: np.ndarray | None = None) -> np.ndarray:
     """Boolean per pair: the pair cannot be inside one group."""
-    anc = ancestors_matrix(data) if anc is None else anc
+    anc = data.ancestors() if anc is None else anc
     between = anc.T[data.src] & anc[data.dst]          # kernels w with u -> w -> v
     hull = between.astype(np.int64) @ data.bytes
     return data.bytes[data.src] + data.bytes[data.dst] + hull + data.pair_conv > data.c_max

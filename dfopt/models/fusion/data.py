@@ -47,6 +47,13 @@ class FusionData:
     traffic_bits: dict               # stream -> bits when cut
     c_max: int
     index: dict = field(default_factory=dict)
+    _anc: np.ndarray | None = field(default=None, repr=False)
+
+    def ancestors(self) -> np.ndarray:
+        """:func:`ancestors_matrix`, computed once (the bound and the exact model both need it)."""
+        if self._anc is None:
+            self._anc = ancestors_matrix(self)
+        return self._anc
 
     @property
     def n(self) -> int:

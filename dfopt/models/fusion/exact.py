@@ -31,7 +31,7 @@ import numpy as np
 
 from dfopt.ilp import LinearModel, lin_sum
 from dfopt.ilp import solve as solve_model
-from dfopt.models.fusion.data import FusionData, ancestors_matrix
+from dfopt.models.fusion.data import FusionData
 
 
 @dataclass
@@ -58,7 +58,7 @@ def group_count_bound(data: FusionData) -> int:
 
 
 def id_windows(data: FusionData, groups: int, anc: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    anc = ancestors_matrix(data) if anc is None else anc
+    anc = data.ancestors() if anc is None else anc
     up = anc.astype(np.int64) @ data.bytes + data.bytes
     down = anc.T.astype(np.int64) @ data.bytes + data.bytes
     lo = -(-up // data.c_max) - 1
