@@ -10,7 +10,7 @@ from dfopt.instance.common import _Faulty, _itensor_from_dict, _label
 from dfopt.instance.semantics import _graph_issues
 from dfopt.instance.types import _GRAPH_ENTITIES, FORMAT, Instance
 from dfopt.io import write_json_atomic
-from dfopt.ir.graph import DataflowGraph, Kernel, Loop, Stream
+from dfopt.ir.graph import Buffer, DataflowGraph, Kernel, Loop, Stream
 from dfopt.ir.itensor import ITensorType
 from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
 from dfopt.ir.program import Program, Statement
@@ -62,7 +62,8 @@ def _kernel_from_dict(d: dict) -> Kernel:
                   for lp in d.get("loops", []))
     return Kernel(name=d["name"], op=d.get("op", "generic"), loops=loops, delay=int(d.get("delay", 0)),
                   ii=int(d.get("ii", 1)), latency=_int_or_none(d.get("latency")),
-                  resources=dict(d.get("resources", {})), attrs=copy.deepcopy(d.get("attrs", {})))
+                  resources=dict(d.get("resources", {})), attrs=copy.deepcopy(d.get("attrs", {})),
+                  buffers=tuple(Buffer(b["name"], int(b["width"]), int(b["depth"])) for b in d.get("buffers", [])))
 
 
 def _stream_from_dict(d: dict) -> Stream:
@@ -144,6 +145,8 @@ def _kernel_to_dict(k: Kernel) -> dict:
         out["resources"] = dict(k.resources)
     if k.attrs:
         out["attrs"] = copy.deepcopy(k.attrs)
+    if k.buffers:
+        out["buffers"] = [{"name": b.name, "width": b.width, "depth": b.depth} for b in k.buffers]
     return out
 
 

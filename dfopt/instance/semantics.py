@@ -63,6 +63,8 @@ def _graph_issues(graph: dict, base: tuple, faulty: _Faulty) -> list:
 def _loop_issues(kernel: dict, base: tuple) -> list:
     loops = _entries(kernel.get("loops"))
     issues, _ = _duplicate_names(loops, base + ("loops",), "loop")
+    more, _ = _duplicate_names(_entries(kernel.get("buffers")), base + ("buffers",), "buffer")
+    issues += more
     who = _who("kernel", kernel, base[-1])
     return [(path, f"{who}: {message}") for path, message in issues]
 

@@ -16,7 +16,7 @@ NEEDS_GRAPH = frozenset({"fifo", "fusion", "converter", "placement", "memory", "
                          "pipeline"})
 NEEDS_DAG = frozenset({"fifo", "fusion"})
 NEEDS_PROGRAM = frozenset({"schedule"})
-NEEDS_PLATFORM = frozenset({"placement"})
+NEEDS_PLATFORM = frozenset({"placement", "memory"})
 
 _INSTANCE_ENTITIES = {("graph", "kernels"): "kernel", ("graph", "streams"): "stream",
                       ("platform", "slots"): "slot", ("program", "statements"): "statement",

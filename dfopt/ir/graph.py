@@ -34,6 +34,16 @@ class Loop:
     kind: str = "parallel"  # parallel | reduction
 
 
+@dataclass(frozen=True)
+class Buffer:
+    """A kernel-local memory of ``depth`` words of ``width`` bits (memory binding picks where it
+    lives: registers, LUTRAM, BRAM18 or URAM, see :mod:`dfopt.ir.memory`)."""
+
+    name: str
+    width: int
+    depth: int
+
+
 @dataclass
 class Kernel:
     """A dataflow kernel. Timing is in cycles: ``delay`` from start to the first output token,
@@ -47,6 +57,7 @@ class Kernel:
     latency: int | None = None
     resources: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
+    buffers: tuple = ()  # of Buffer; memory binding adds their blocks to ``resources``
 
     def resource(self, kind: str) -> float:
         return self.resources.get(kind, 0)
