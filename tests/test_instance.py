@@ -273,7 +273,7 @@ def test_valid_instance_files_round_trip(path: Path):
 
 @pytest.mark.parametrize("name", PRESET_NAMES)
 def test_presets_round_trip_by_name_and_inline(name: str):
-    inst = Instance("p", "memory", graph=DataflowGraph(), platform=load_preset(name))
+    inst = Instance("p", "tiling", graph=DataflowGraph(), platform=load_preset(name))
     assert isinstance(to_dict(inst)["platform"], dict)      # no preset name: written inline
     assert from_dict(to_dict(inst)) == inst
     inst.platform_name = name
