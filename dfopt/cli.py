@@ -35,6 +35,13 @@ def _option_fields() -> dict:
     return fields
 
 
+def _json_arg(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"expected JSON, got {text!r} ({err.msg})") from None
+
+
 def _add_option_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--formulation", help="formulation name (default: the model's)")
     p.add_argument("--solver", help="solver backend name (default: the formulation's)")
@@ -47,6 +54,8 @@ def _add_option_flags(p: argparse.ArgumentParser) -> None:
         flag = "--" + name.replace("_", "-")
         if f.type in ("bool", bool):
             p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None)
+        elif f.type in ("dict", "tuple", dict, tuple):
+            p.add_argument(flag, dest=name, type=_json_arg, default=None, help=f"model option {name} (JSON)")
         else:
             kind = {"int": int, "float": float}.get(str(f.type), str)
             p.add_argument(flag, dest=name, type=kind, default=None, help=f"model option {name}")
@@ -62,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance")
     p.add_argument("-o", "--output", help="solution file (written atomically)")
     p.add_argument("--json", action="store_true", help="print the solution JSON instead of a summary")
-    p.add_argument("--plot", metavar="PNG", help="draw token curves and a Gantt chart (fifo)")
+    p.add_argument("--plot", metavar="PNG", help="draw the solution: token curves and a Gantt chart (fifo), slots and crossing streams (placement)")
     p.add_argument("--plot-streams", metavar="S1,S2", help="streams to draw (default: the deepest)")
     _add_option_flags(p)
 
@@ -84,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print a JSON Schema (instance or solution)")
     p.add_argument("kind", nargs="?", default="instance")
 
-    p = sub.add_parser("plot", help="draw token curves and a Gantt chart of a fifo solution")
+    p = sub.add_parser("plot", help="draw a fifo solution (token curves, Gantt chart) or a placement (slots, crossing streams)")
     p.add_argument("instance")
     p.add_argument("solution")
     p.add_argument("-o", "--output", required=True, metavar="PNG")
@@ -108,9 +117,7 @@ def cmd_solve(args) -> int:
     if args.output:
         write_json_atomic(args.output, solution.to_dict())
     if args.plot:
-        from dfopt.plot import plot_fifo
-
-        plot_fifo(instance, solution, args.plot, streams=_split(args.plot_streams))
+        _plot(instance, solution, args.plot, _split(args.plot_streams))
     _out(json.dumps(solution.to_dict(), indent=1) if args.json else solution_summary(instance, solution, args.output))
     if not solution.ok:
         return EXIT_INTERNAL
@@ -168,11 +175,21 @@ def cmd_schema(args) -> int:
     return EXIT_OK
 
 
+def _plot(instance, solution, path, streams=None) -> None:
+    from dfopt.plot import plot_fifo, plot_placement
+
+    if solution.problem == "placement":
+        plot_placement(instance, solution, path)
+    elif solution.problem == "fifo":
+        plot_fifo(instance, solution, path, streams=streams)
+    else:
+        raise InstanceError(f"no plot for problem {solution.problem!r} (plots exist for fifo and placement)")
+
+
 def cmd_plot(args) -> int:
     from dfopt.instance import load, load_solution
-    from dfopt.plot import plot_fifo
 
-    plot_fifo(load(args.instance), load_solution(args.solution), args.output, streams=_split(args.streams))
+    _plot(load(args.instance), load_solution(args.solution), args.output, _split(args.streams))
     _out(f"wrote {args.output}")
     return EXIT_OK
 

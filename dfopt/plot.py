@@ -57,9 +57,73 @@ def plot_fifo(instance, solution, path, streams=None, max_kernels: int = 60) -> 
     ax_gantt.set_xlabel("cycle")
     ax_gantt.set_title("kernel activity (first to last event)")
     fig.tight_layout()
+    _save(plt, fig, path)
+
+
+def _save(plt, fig, path) -> None:
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=100)
     finally:
         plt.close(fig)
     write_bytes_atomic(path, buf.getvalue())
+
+
+def plot_placement(instance, solution, path) -> None:
+    """Draw the slots as boxes at their grid positions with one utilisation bar per resource
+    (the dashed line is ``max_utilization``), and the streams between slots as lines whose
+    thickness grows with their summed width in bits."""
+    sec = solution.sections.get("placement")
+    if sec is None:
+        raise InstanceError("the solution has no placement section to draw", pointer="/placement")
+    platform = instance.platform
+    pos = {s.name: (s.x, s.y) for s in platform.slots}
+    traffic = {}
+    for st in instance.graph.streams.values():
+        a, b = sec["slot"].get(st.src), sec["slot"].get(st.dst)
+        if a and b and a != b:
+            key = tuple(sorted((a, b)))
+            traffic[key] = traffic.get(key, 0) + st.width
+    plt = _pyplot()
+    xs = [p[0] for p in pos.values()]
+    ys = [p[1] for p in pos.values()]
+    fig, ax = plt.subplots(figsize=(3.2 * (max(xs) - min(xs) + 1) + 1, 2.6 * (max(ys) - min(ys) + 1) + 1))
+    box_w, box_h = 0.8, 0.8
+    top = max(traffic.values()) if traffic else 1
+    detour = 0
+    for (a, b), bits in sorted(traffic.items(), key=lambda kv: kv[1]):
+        (xa, ya), (xb, yb) = pos[a], pos[b]
+        style = {"color": "tab:red", "alpha": 0.55, "linewidth": 1 + 9 * bits / top, "solid_capstyle": "butt"}
+        if abs(xa - xb) + abs(ya - yb) <= 1:
+            offset = 0.12 if xa == xb else 0.0
+            ax.plot([xa + offset, xb + offset], [ya, yb], zorder=1, **style)
+            ax.text((xa + xb) / 2 + offset + 0.03, (ya + yb) / 2, f"{bits:g} b", fontsize=7, color="tab:red", zorder=4)
+        else:   # around the slots in between, on the right
+            detour += 1
+            side = max(xa, xb) + box_w / 2 + 0.05 * detour
+            ax.plot([xa + box_w / 2, side, side, xb + box_w / 2], [ya, ya, yb, yb], zorder=1, **style)
+            ax.text(side + 0.02, (ya + yb) / 2, f"{bits:g} b", fontsize=7, color="tab:red", zorder=4)
+    limit = float(sec.get("max_utilization", 0.8))
+    for name, slot in sec["slots"].items():
+        x, y = pos[name]
+        ax.add_patch(plt.Rectangle((x - box_w / 2, y - box_h / 2), box_w, box_h, fill=True, facecolor="white",
+                                   edgecolor="black", zorder=2))
+        ax.text(x - box_w / 2 + 0.03, y + box_h / 2 - 0.1, f"{name} ({slot['kernels']} kernels)", fontsize=8, zorder=3)
+        kinds = [r for r in slot["utilization"] if slot["capacity"].get(r)]
+        bar_h = (box_h - 0.2) / max(len(kinds), 1)
+        for i, r in enumerate(kinds):
+            by = y + box_h / 2 - 0.2 - (i + 1) * bar_h
+            u = slot["utilization"][r]
+            span = box_w - 0.25
+            ax.add_patch(plt.Rectangle((x - box_w / 2 + 0.2, by + 0.1 * bar_h), span * min(u, 1.0), 0.8 * bar_h,
+                                       color="tab:green" if u <= limit else "tab:orange", zorder=3))
+            ax.plot([x - box_w / 2 + 0.2 + span * limit] * 2, [by, by + bar_h], "k--", linewidth=0.6, zorder=3)
+            ax.text(x - box_w / 2 + 0.03, by + 0.2 * bar_h, r, fontsize=6, zorder=3)
+            ax.text(x - box_w / 2 + 0.22, by + 0.2 * bar_h, f"{u:.0%}", fontsize=6, zorder=4)
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6 + 0.1 * detour + (0.3 if detour else 0))
+    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"{instance.name}: {solution.formulation} placement, width x distance {sec['distance']:g}", fontsize=9)
+    fig.tight_layout()
+    _save(plt, fig, path)

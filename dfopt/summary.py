@@ -79,4 +79,33 @@ def _converter_summary(instance, solution) -> list[str]:
     return lines
 
 
-SECTION_SUMMARIES = {"fifo": _fifo_summary, "fusion": _fusion_summary, "converter": _converter_summary}
+def _placement_summary(instance, solution) -> list[str]:
+    sec = solution.sections["placement"]
+    lines = [f"  {len(sec['slot'])} kernels on {len(sec['slots'])} slots; width x distance {sec['distance']:g}, "
+             f"{sec['crossing_streams']} streams cross slots"
+             + (f"; greedy {sec['greedy']['objective']:g}" if sec.get("greedy") else "")]
+    for name, slot in sec["slots"].items():
+        util = ", ".join(f"{r} {u:.0%}" for r, u in slot["utilization"].items() if slot["capacity"].get(r))
+        lines.append(f"    {name}: {slot['kernels']} kernels; {util}")
+    for cut in sec["cuts"]:
+        limit = f" of {cut['wires']}" if cut["wires"] is not None else " (no limit)"
+        lines.append(f"    line {cut['line']}: {cut['wires_used']:g} wires{limit}")
+    return lines
+
+
+def _memory_summary(instance, solution) -> list[str]:
+    sec = solution.sections["memory"]
+    heur = sec["heuristic"]
+    counts = ", ".join(f"{n} {k}" for k, n in sec["counts"].items() if n)
+    where = " in {} {}".format(*sec["peak_at"]) if sec.get("peak_at") else ""
+    lines = [f"  {len(sec['binding'])} memories: {counts or 'none'}",
+             f"  peak weighted utilisation {sec['peak']:.4g}{where}, sum {sec['sum']:.4g}; size-ordered heuristic "
+             + (f"{heur['peak']:.4g} (sum {heur['sum']:.4g})" if heur.get("fits") else "overfills a slot")]
+    for name, res in sec["slots"].items():
+        lines.append(f"    {name}: " + ", ".join(f"{r} {u['used']:g}/{u['capacity']:g} ({u['utilization']:.0%})"
+                                                 for r, u in res.items()))
+    return lines
+
+
+SECTION_SUMMARIES = {"fifo": _fifo_summary, "fusion": _fusion_summary, "converter": _converter_summary,
+                     "placement": _placement_summary, "memory": _memory_summary}

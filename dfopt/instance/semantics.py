@@ -192,7 +192,7 @@ def _option_issues(data: dict) -> list:
     """Pinned kernels and slots of the placement options must exist."""
     pins = _at(data, ("options", "placement", "pins"))
     if not isinstance(pins, dict):
-        return []
+        pins = {}
     graph = data.get("graph")
     kernels = ([n for _, k in _entries(graph.get("kernels")) if (n := _name(k))]
                if isinstance(graph, dict) else None)
@@ -201,6 +201,12 @@ def _option_issues(data: dict) -> list:
     for kernel, slot in pins.items():
         if kernels is not None and kernel not in kernels:
             issues.append((base + (kernel,), f"the pin names {_unknown('kernel', str(kernel), kernels)}"))
-        if slots is not None and isinstance(slot, str) and slot and slot not in slots:
-            issues.append((base + (kernel,), f"kernel {kernel!r} is pinned to {_unknown('slot', slot, slots)}"))
+        for one in ([slot] if isinstance(slot, str) else slot if isinstance(slot, list) else []):
+            if slots is not None and isinstance(one, str) and one and one not in slots:
+                issues.append((base + (kernel,), f"kernel {kernel!r} is pinned to {_unknown('slot', one, slots)}"))
+    for i, group in enumerate(_at(data, ("options", "placement", "same_slot")) or []):
+        for j, kernel in enumerate(group if isinstance(group, list) else []):
+            if kernels is not None and isinstance(kernel, str) and kernel not in kernels:
+                issues.append((("options", "placement", "same_slot", i, j),
+                               f"same_slot group #{i} names {_unknown('kernel', kernel, kernels)}"))
     return issues

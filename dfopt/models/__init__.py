@@ -3,7 +3,7 @@
 ``check(instance, solution) -> list[Violation]`` written without the solver.
 
 >>> sorted(MODEL_NAMES)
-['converter', 'fifo', 'fusion']
+['converter', 'fifo', 'fusion', 'memory', 'placement']
 >>> get_model("fifo").__name__
 'dfopt.models.fifo'
 """
@@ -15,7 +15,8 @@ import importlib
 from dfopt.errors import unknown_name_error
 
 MODEL_NAMES = {"fifo": "dfopt.models.fifo", "converter": "dfopt.models.converter",
-               "fusion": "dfopt.models.fusion"}
+               "fusion": "dfopt.models.fusion", "placement": "dfopt.models.placement",
+               "memory": "dfopt.models.memory"}
 
 
 def get_model(problem: str):

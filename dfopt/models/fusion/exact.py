@@ -31,6 +31,7 @@ import numpy as np
 
 from dfopt.ilp import LinearModel, lin_sum
 from dfopt.ilp import solve as solve_model
+from dfopt.ilp.rows import RowBuffer as _Rows
 from dfopt.models.fusion.data import FusionData
 
 
@@ -64,29 +65,6 @@ def id_windows(data: FusionData, groups: int, anc: np.ndarray | None = None) -> 
     lo = -(-up // data.c_max) - 1
     hi = groups - (-(-down // data.c_max))
     return np.maximum(lo, 0), np.minimum(hi, groups - 1)
-
-
-class _Rows:
-    """COO rows collected in numpy chunks, added to the model once."""
-
-    def __init__(self):
-        self.r, self.c, self.v, self.lo, self.hi = [], [], [], [], []
-        self.count = 0
-
-    def add(self, rows, cols, vals, lo, hi) -> None:
-        rows = np.asarray(rows, dtype=np.int64)
-        self.r.append(rows + self.count)
-        self.c.append(np.asarray(cols, dtype=np.int64))
-        self.v.append(np.asarray(vals, dtype=np.float64))
-        n = len(np.atleast_1d(lo))
-        self.lo.append(np.broadcast_to(np.asarray(lo, dtype=np.float64), (n,)))
-        self.hi.append(np.broadcast_to(np.asarray(hi, dtype=np.float64), (n,)))
-        self.count += n
-
-    def into(self, model: LinearModel) -> None:
-        if self.count:
-            model.add_rows(np.concatenate(self.r), np.concatenate(self.c), np.concatenate(self.v),
-                           np.concatenate(self.lo), np.concatenate(self.hi))
 
 
 def build(data: FusionData, dominance: bool = True, groups: int | None = None) -> ExactModel:
