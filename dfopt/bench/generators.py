@@ -194,8 +194,18 @@ def _parse_value(text: str, spec: str):
 def _register_problem_generators() -> None:
     # generators of other problems build on the helpers above, so they register after them
     from dfopt.bench.fusion_gen import random_fusion_dag
+    from dfopt.bench.placement_gen import (
+        pagerank,
+        random_placement_dag,
+        stencil_chain,
+        systolic_array,
+    )
 
     GENERATORS["fusion_random"] = random_fusion_dag
+    GENERATORS["placement_random"] = random_placement_dag
+    GENERATORS["systolic"] = systolic_array
+    GENERATORS["stencil"] = stencil_chain
+    GENERATORS["pagerank"] = pagerank
 
 
 _register_problem_generators()
