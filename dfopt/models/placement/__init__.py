@@ -84,7 +84,7 @@ class Options(CommonOptions):
     same_slot: tuple = ()                               # groups of kernels that share a slot
     memory_binding: str = "bram"                        # bram | heuristic | joint
     hint: bool = True                                   # exact formulations: start from the greedy
-    workers: int = 1                                    # CP-SAT workers (deterministic: interleaved)
+    workers: int = 8                                    # CP-SAT workers (deterministic: interleaved search)
     explain: bool = True                                # search a conflicting set when infeasible
 
 
@@ -118,7 +118,8 @@ def _greedy(ctx) -> Outcome:
 def _bipartition(ctx) -> Outcome:
     d, opts = ctx["data"], ctx["options"]
     stats = {}
-    assign = bipartition_placement(d, time_limit=opts.time_limit, seed=opts.seed, stats=stats)
+    hint = ctx["greedy"] if opts.hint else None
+    assign = bipartition_placement(d, time_limit=opts.time_limit, seed=opts.seed, stats=stats, hint=hint)
     if assign is None:
         if ctx["greedy"] is None:
             _no_placement(ctx, "bipartition")

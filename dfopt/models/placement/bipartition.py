@@ -6,7 +6,8 @@ until every region is one slot. Each split's ILP has one binary per unit (same-s
 one unit): the halves' summed capacities, the pins, the wires of the line (minus the crossings
 already fixed elsewhere), and a cost of width x the distance between the halves' centres for the
 region's own streams plus width x the distance from each half's centre to the current region of
-every outside neighbour. A split that finds no solution (the halves' summed capacities can hide a
+every outside neighbour. Each split's ILP starts from the side the hint (the greedy placement)
+gives each unit. A split that finds no solution (the halves' summed capacities can hide a
 slot that cannot pack its kernels) makes the whole method fail; the caller then reports it.
 
 >>> from dfopt.ir.graph import DataflowGraph, Kernel, Stream
@@ -56,8 +57,12 @@ def _line_wires(d: PlacementData, axis: str, level: float) -> float | None:
 
 
 def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int = 0,
-                          backend: str = "cpsat", stats: dict | None = None) -> np.ndarray | None:
+                          backend: str = "cpsat", stats: dict | None = None,
+                          hint: np.ndarray | None = None) -> np.ndarray | None:
+    """Kernel slots, or None when a split finds no solution. ``hint`` (kernel slots, e.g. the
+    greedy placement) seeds each split's ILP with the side it puts each unit on."""
     units = Units(d)
+    hint_slot = None if hint is None else np.array([hint[m[0]] for m in units.members], dtype=np.int64)
     U = len(units)
     region_of = np.zeros(U, dtype=np.int64)          # index into regions
     regions = [list(range(d.num_slots))]
@@ -74,7 +79,7 @@ def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int 
         axis, level, low, high = _split(d, region)
         members = np.flatnonzero(region_of == rid)
         side = _solve_split(d, units, members, region_of, regions, centres, axis, level, low, high,
-                            per_split, seed, backend, log)
+                            per_split, seed, backend, log, hint_slot)
         if side is None:
             if stats is not None:
                 stats["splits"] = log
@@ -92,7 +97,7 @@ def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int 
 
 
 def _solve_split(d, units, members, region_of, regions, centres, axis, level, low, high,
-                 time_limit, seed, backend, log) -> np.ndarray | None:
+                 time_limit, seed, backend, log, hint_slot=None) -> np.ndarray | None:
     coord = d.sy if axis == "y" else d.sx
     m = LinearModel("bipartition")
     t = m.add_vars(len(members), 0, 1, integer=True, names=[f"t[{u}]" for u in members.tolist()])
@@ -158,6 +163,10 @@ def _solve_split(d, units, members, region_of, regions, centres, axis, level, lo
     rows.into(m)
     if obj_cols:
         m.minimize(lin_sum(np.array(obj_cols, dtype=np.int64), obj_coef, const, model=m))
+    if hint_slot is not None:
+        for i, u in enumerate(members.tolist()):
+            if hint_slot[u] in high or hint_slot[u] in low:
+                m.hint(m.var(int(t[i])), 1.0 if hint_slot[u] in high else 0.0)
     res = solve_model(m, backend, time_limit=time_limit, seed=seed, deterministic=True)
     log.append({"line": f"{axis} {level:g}", "units": len(members), "status": res.termination.value,
                 "time_s": round(res.wall_time_s, 4)})
