@@ -273,3 +273,17 @@ def test_checker_recounts_memory_blocks_from_the_binding():
     assert "placement-memory" in {c.name for c in checks(inst, bad) if not c.ok}
     del bad.sections["placement"]["memory"]["binding"]["a.buf"]
     assert "placement-memory" in {c.name for c in checks(inst, bad) if not c.ok}
+
+
+SHIPPED = sorted((ROOT / "instances" / "placement").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_instances_place_or_say_why(path):
+    inst = load(path)
+    if path.stem.startswith("infeasible"):
+        with pytest.raises(InfeasibleError, match="no placement exists"):
+            solve_instance(inst, formulation="greedy", time_limit=20)
+        return
+    sol = solve_instance(inst, formulation="greedy")
+    assert sol.ok and sol.objective >= sol.bound
