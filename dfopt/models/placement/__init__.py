@@ -119,7 +119,8 @@ def _bipartition(ctx) -> Outcome:
     d, opts = ctx["data"], ctx["options"]
     stats = {}
     hint = ctx["greedy"] if opts.hint else None
-    assign = bipartition_placement(d, time_limit=opts.time_limit, seed=opts.seed, stats=stats, hint=hint)
+    assign = bipartition_placement(d, time_limit=opts.time_limit, seed=opts.seed, stats=stats, hint=hint,
+                                   workers=opts.workers)
     if assign is None:
         if ctx["greedy"] is None:
             _no_placement(ctx, "bipartition")

@@ -58,7 +58,7 @@ def _line_wires(d: PlacementData, axis: str, level: float) -> float | None:
 
 def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int = 0,
                           backend: str = "cpsat", stats: dict | None = None,
-                          hint: np.ndarray | None = None) -> np.ndarray | None:
+                          hint: np.ndarray | None = None, workers: int = 8) -> np.ndarray | None:
     """Kernel slots, or None when a split finds no solution. ``hint`` (kernel slots, e.g. the
     greedy placement) seeds each split's ILP with the side it puts each unit on."""
     units = Units(d)
@@ -79,7 +79,7 @@ def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int 
         axis, level, low, high = _split(d, region)
         members = np.flatnonzero(region_of == rid)
         side = _solve_split(d, units, members, region_of, regions, centres, axis, level, low, high,
-                            per_split, seed, backend, log, hint_slot)
+                            per_split, seed, backend, log, hint_slot, workers)
         if side is None:
             if stats is not None:
                 stats["splits"] = log
@@ -97,7 +97,7 @@ def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int 
 
 
 def _solve_split(d, units, members, region_of, regions, centres, axis, level, low, high,
-                 time_limit, seed, backend, log, hint_slot=None) -> np.ndarray | None:
+                 time_limit, seed, backend, log, hint_slot=None, workers=8) -> np.ndarray | None:
     coord = d.sy if axis == "y" else d.sx
     m = LinearModel("bipartition")
     t = m.add_vars(len(members), 0, 1, integer=True, names=[f"t[{u}]" for u in members.tolist()])
@@ -167,7 +167,7 @@ def _solve_split(d, units, members, region_of, regions, centres, axis, level, lo
         for i, u in enumerate(members.tolist()):
             if hint_slot[u] in high or hint_slot[u] in low:
                 m.hint(m.var(int(t[i])), 1.0 if hint_slot[u] in high else 0.0)
-    res = solve_model(m, backend, time_limit=time_limit, seed=seed, deterministic=True)
+    res = solve_model(m, backend, time_limit=time_limit, seed=seed, deterministic=True, workers=workers)
     log.append({"line": f"{axis} {level:g}", "units": len(members), "status": res.termination.value,
                 "time_s": round(res.wall_time_s, 4)})
     if res.values_array is None or res.termination in (Termination.INFEASIBLE,):
