@@ -98,13 +98,16 @@ class Outcome:
     binding: dict | None = None       # joint mode: the memory kinds the model chose
 
 
-def _no_placement(ctx, what: str):
-    """Raise the right error when ``what`` found no placement."""
+def _no_placement(ctx, what: str, proven: bool = False):
+    """Raise the right error when ``what`` found no placement (``proven``: it proved none exists)."""
     d, opts = ctx["data"], ctx["options"]
     conflict = explain_infeasible(d, time_limit=min(30.0, opts.time_limit), seed=opts.seed) if opts.explain else None
     if conflict:
         raise InfeasibleError("no placement exists; these constraints conflict: " + "; ".join(conflict),
                               culprits=conflict)
+    if proven:
+        raise InfeasibleError(f"no placement exists ({what} proved it); no small set of conflicting constraints "
+                              "was found within the limit: lower the demands, raise max_utilization, or relax pins")
     raise NoSolutionError(f"{what} found no placement within {opts.time_limit:g} s and infeasibility was not "
                           "proven; raise time_limit, lower the demands or raise max_utilization")
 
@@ -144,7 +147,7 @@ def _exact(ctx, backend: str) -> Outcome:
     incumbents = res.stats.get("incumbents", [])
     stats["incumbents"] = [(round(t, 4), v) for t, v in incumbents]
     if res.termination is Termination.INFEASIBLE:
-        _no_placement(ctx, backend)
+        _no_placement(ctx, backend, proven=True)
     bound = None if res.bound is None else res.bound - bound_margin(em, model_data)
     g_obj = d.evaluate(greedy).objective if greedy is not None else None
     if g_obj is not None:
