@@ -12,24 +12,11 @@ optimal on the instances both proved, and who was faster.
 from __future__ import annotations
 
 import collections
-import json
-import math
 import statistics
 import sys
 from pathlib import Path
 
-
-def load(folder):
-    return [json.loads(line) for line in (Path(folder) / "records.jsonl").read_text().splitlines() if line]
-
-
-def gm(values):
-    values = [v for v in values if v is not None]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
-
-
-def fmt(x, digits=3):
-    return "-" if x is None else f"{x:.{digits}f}"
+from summary_tools import fmt, gm, load
 
 
 def group_of(r):

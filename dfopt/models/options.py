@@ -48,3 +48,35 @@ def build_options(cls, from_instance: dict | None, overrides: dict | None, probl
         raise InstanceError(f"time_limit must be > 0, got {merged['time_limit']}",
                             pointer=f"/options/{problem}/time_limit")
     return cls(**merged)
+
+
+def check_formulation(problem: str, instance, options, formulations, default: str,
+                      solvers: dict | None = None) -> str:
+    """The formulation to run, after the checks every model shares: a known formulation, a graph,
+    and a ``solver`` that the formulation takes (``solvers``: formulation -> valid backend names)
+    and that is installed. Errors name the option field.
+
+    >>> from dfopt.instance.types import Instance
+    >>> from dfopt.ir.graph import DataflowGraph
+    >>> check_formulation("fusion", Instance("x", "fusion", graph=DataflowGraph()), CommonOptions(),
+    ...                   {"greedy": None, "cpsat": None}, "cpsat")
+    'cpsat'
+    """
+    from dfopt.errors import SolverUnavailableError, unknown_name_error
+
+    formulation = options.formulation or default
+    if formulation not in formulations:
+        raise unknown_name_error(f"{problem} formulation", formulation, formulations,
+                                 pointer=f"/options/{problem}/formulation")
+    if instance.graph is None:
+        raise InstanceError(f"the {problem} problem needs a graph", pointer="/graph")
+    if options.solver is not None:
+        from dfopt.ilp import available_backends
+
+        valid = (solvers or {}).get(formulation, ())
+        if options.solver not in valid:
+            raise unknown_name_error(f"solver for the {problem} formulation {formulation!r}", options.solver,
+                                     valid or ("none",), pointer=f"/options/{problem}/solver")
+        if options.solver not in available_backends():
+            raise SolverUnavailableError(options.solver, available_backends(), kind="MIP solver")
+    return formulation

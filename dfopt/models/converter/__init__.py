@@ -21,10 +21,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from dfopt.errors import InstanceError, unknown_name_error
+from dfopt.errors import InstanceError
 from dfopt.ir.converter import ConverterBuffer, converter_buffer
 from dfopt.models.converter.checks import check, checks
-from dfopt.models.options import CommonOptions
+from dfopt.models.options import CommonOptions, check_formulation
 from dfopt.solution import Solution
 
 __all__ = [
@@ -84,12 +84,7 @@ FORMULATIONS = {"algorithm1": _algorithm1}
 
 def solve(instance, options: Options) -> Solution:
     """Infer the converter of every stream of ``instance.graph``; checked before it is returned."""
-    formulation = options.formulation or DEFAULT_FORMULATION
-    if formulation not in FORMULATIONS:
-        raise unknown_name_error("converter formulation", formulation, FORMULATIONS,
-                                 pointer="/options/converter/formulation")
-    if instance.graph is None:
-        raise InstanceError("the converter problem needs a graph", pointer="/graph")
+    formulation = check_formulation("converter", instance, options, FORMULATIONS, DEFAULT_FORMULATION)
     t0 = time.perf_counter()
     convs = FORMULATIONS[formulation](instance.graph)
     total = sum(c.bytes for c in convs.values())

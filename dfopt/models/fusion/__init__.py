@@ -34,8 +34,6 @@ import numpy as np
 from dfopt.errors import (
     InfeasibleError,
     InstanceError,
-    SolverUnavailableError,
-    unknown_name_error,
 )
 from dfopt.instance.convert import graph_to_dict
 from dfopt.models.fusion.bound import lower_bound
@@ -44,7 +42,7 @@ from dfopt.models.fusion.data import FusionData, fusion_data
 from dfopt.models.fusion.exact import build, decode, set_hint, solve_exact
 from dfopt.models.fusion.fused import fused_graph, onchip_memory
 from dfopt.models.fusion.greedy import algorithm2, merge_consecutive
-from dfopt.models.options import CommonOptions
+from dfopt.models.options import CommonOptions, check_formulation
 from dfopt.results import Termination
 from dfopt.solution import Solution
 
@@ -139,21 +137,8 @@ FORMULATIONS = {
 
 
 def _validate(instance, options: Options) -> str:
-    formulation = options.formulation or DEFAULT_FORMULATION
-    if formulation not in FORMULATIONS:
-        raise unknown_name_error("fusion formulation", formulation, FORMULATIONS,
-                                 pointer="/options/fusion/formulation")
-    if instance.graph is None:
-        raise InstanceError("the fusion problem needs a graph", pointer="/graph")
-    if options.solver is not None:
-        from dfopt.ilp import available_backends
-
-        valid = {"cpsat": ("cpsat",), "mip": MIP_SOLVERS}.get(formulation, ())
-        if options.solver not in valid:
-            raise unknown_name_error(f"solver for the fusion formulation {formulation!r}", options.solver,
-                                     valid or ("none",), pointer="/options/fusion/solver")
-        if options.solver not in available_backends():
-            raise SolverUnavailableError(options.solver, available_backends(), kind="MIP solver")
+    formulation = check_formulation("fusion", instance, options, FORMULATIONS, DEFAULT_FORMULATION,
+                                    {"cpsat": ("cpsat",), "mip": MIP_SOLVERS})
     if options.workers < 1:
         raise InstanceError(f"workers must be >= 1, got {options.workers}", pointer="/options/fusion/workers")
     return formulation

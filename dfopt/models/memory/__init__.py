@@ -34,10 +34,7 @@ from dataclasses import dataclass
 
 from dfopt.errors import (
     InfeasibleError,
-    InstanceError,
     NoSolutionError,
-    SolverUnavailableError,
-    unknown_name_error,
 )
 from dfopt.ir.memory import KIND_RESOURCE, MEMORY_KINDS
 from dfopt.models.memory.buffers import BufferUse, graph_buffers
@@ -63,7 +60,7 @@ from dfopt.models.memory.problem import (
     MemoryProblem,
     memory_problem,
 )
-from dfopt.models.options import CommonOptions
+from dfopt.models.options import CommonOptions, check_formulation
 from dfopt.solution import Solution
 
 __all__ = ["DEFAULT_FORMULATION", "FORMULATIONS", "BufferUse", "Options", "bind_for_placement", "check",
@@ -157,21 +154,8 @@ FORMULATIONS = {
 
 
 def _validate(instance, options: Options) -> str:
-    formulation = options.formulation or DEFAULT_FORMULATION
-    if formulation not in FORMULATIONS:
-        raise unknown_name_error("memory formulation", formulation, FORMULATIONS,
-                                 pointer="/options/memory/formulation")
-    if instance.graph is None:
-        raise InstanceError("the memory problem needs a graph", pointer="/graph")
-    if options.solver is not None:
-        from dfopt.ilp import available_backends
-
-        valid = {"cpsat": ("cpsat",), "mip": MIP_SOLVERS}.get(formulation, ())
-        if options.solver not in valid:
-            raise unknown_name_error(f"solver for the memory formulation {formulation!r}", options.solver,
-                                     valid or ("none",), pointer="/options/memory/solver")
-        if options.solver not in available_backends():
-            raise SolverUnavailableError(options.solver, available_backends(), kind="MIP solver")
+    formulation = check_formulation("memory", instance, options, FORMULATIONS, DEFAULT_FORMULATION,
+                                    {"cpsat": ("cpsat",), "mip": MIP_SOLVERS})
     return formulation
 
 

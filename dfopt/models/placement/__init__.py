@@ -45,11 +45,10 @@ from dfopt.errors import (
     InfeasibleError,
     InstanceError,
     NoSolutionError,
-    SolverUnavailableError,
     unknown_name_error,
 )
 from dfopt.ir.memory import KIND_RESOURCE
-from dfopt.models.options import CommonOptions
+from dfopt.models.options import CommonOptions, check_formulation
 from dfopt.models.placement.bipartition import bipartition_placement
 from dfopt.models.placement.checks import check, checks
 from dfopt.models.placement.conflict import explain_infeasible
@@ -189,25 +188,12 @@ FORMULATIONS = {
 
 
 def _validate(instance, options: Options) -> str:
-    formulation = options.formulation or DEFAULT_FORMULATION
-    if formulation not in FORMULATIONS:
-        raise unknown_name_error("placement formulation", formulation, FORMULATIONS,
-                                 pointer="/options/placement/formulation")
-    if instance.graph is None:
-        raise InstanceError("the placement problem needs a graph", pointer="/graph")
+    formulation = check_formulation("placement", instance, options, FORMULATIONS, DEFAULT_FORMULATION,
+                                    {"cpsat": ("cpsat",), "bipartition": ("cpsat",), "mip": MIP_SOLVERS})
     platform = instance.platform
     if platform is None or platform.kind != "fpga" or not platform.slots:
         raise InstanceError("the placement problem needs an FPGA platform with slots "
                             "(a preset: u55c, u280, u280_grid, vck190; or an inline object)", pointer="/platform")
-    if options.solver is not None:
-        from dfopt.ilp import available_backends
-
-        valid = {"cpsat": ("cpsat",), "bipartition": ("cpsat",), "mip": MIP_SOLVERS}.get(formulation, ())
-        if options.solver not in valid:
-            raise unknown_name_error(f"solver for the placement formulation {formulation!r}", options.solver,
-                                     valid or ("none",), pointer="/options/placement/solver")
-        if options.solver not in available_backends():
-            raise SolverUnavailableError(options.solver, available_backends(), kind="MIP solver")
     if not 0 < options.max_utilization <= 1:
         raise InstanceError(f"max_utilization must be in (0, 1], got {options.max_utilization}",
                             pointer="/options/placement/max_utilization")
