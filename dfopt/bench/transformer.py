@@ -56,40 +56,22 @@ from dfopt.instance.types import NEEDS_GRAPH
 from dfopt.ir.converter import converter_buffer
 from dfopt.ir.itensor import DTYPE_BITS, ITensorType, loop_nest_type
 from dfopt.ir.platform import load_preset
+from dfopt.models.tiling.costs import (
+    DSP_PER_MAC,
+    dma_cost,
+    elementwise_cost,
+    matmul_cost,
+    row_cost,
+)
 
 INSTANCE_FORMAT = "dfopt-instance/1"
 PLATFORM = "u55c"
 
 # == cost model (rough analytical estimates, not calibrated against synthesis) ==================
 
-BRAM36_BYTES = 4608        # one 36Kb block RAM holds 4608 bytes: bram = ceil(bytes / BRAM36_BYTES)
 MAC_LANES = 128            # multiply-add lanes of a matmul kernel (its unroll), one MAC per cycle each
 VECTOR_LANES = 16          # elements per cycle of a norm, softmax or elementwise kernel
-DSP_PER_MAC = {            # DSP slices per multiply-add lane (Xilinx floating-point / integer IP)
-    "f32": 3,              # single-precision fmul + fadd, DSP-heavy configuration
-    "bf16": 2, "f16": 2,   # half-width floating point
-    "i32": 3,              # a 32 x 32 multiply spans three 27 x 18 DSP48E2 multipliers
-    "i16": 1,              # one DSP48E2
-    "i8": 0.5,             # two 8-bit MACs packed in one DSP48E2
-}
-ACC_BITS = {"bf16": 32, "f16": 32, "i8": 32, "i16": 32}  # accumulator width (else the dtype's)
-OP_MACS = {                # multiply-adds per element of one pass, per lane
-    "matmul": 1,
-    "layernorm": 3,        # mean and variance accumulation, then scale-and-shift
-    "rmsnorm": 2,          # sum of squares, then scale
-    "softmax": 3,          # exp (polynomial step), running sum, normalising multiply
-    "gelu": 4,             # tanh-approximated GELU ("gelu_new"): cubic polynomial + tanh step
-    "silu_mul": 3,         # sigmoid step, x * sigmoid(x), times the up projection
-    "add": 1,              # residual add
-}
-ROW_PASSES = {"layernorm": 2, "rmsnorm": 2, "softmax": 2}  # passes over a buffered row block
-LUT_PER_LANE_BIT = 20      # datapath LUTs per lane per bit of the dtype (align, normalise, mux)
-FF_PER_LANE_BIT = 30       # pipeline registers per lane per bit of the dtype
-KERNEL_LUT, KERNEL_FF = 2000, 3000   # per kernel: loop control, address generation, handshakes
-DMA_LUT, DMA_FF = 4000, 6000         # per DMA kernel: an AXI master with burst logic, no DSP
-PIPELINE_DEPTH = 12        # cycles from a tile's last operand to its result (MAC chain + stream)
-DMA_BYTES_PER_CYCLE = 64   # one 512-bit AXI beat per cycle
-DMA_LATENCY = 64           # cycles from a burst request to its first beat (HBM, rough)
+# the per-kernel cost model is the tiling stage's (dfopt/models/tiling/costs.py)
 
 
 # == model shapes ================================================================================
@@ -207,50 +189,28 @@ def _loop(name: str, tripcount: int, step: int, kind: str = "parallel") -> dict:
     return {"name": name, "tripcount": int(tripcount), "step": int(step), "kind": kind}
 
 
-def _resources(nbytes: float, lanes: int, op: str, dtype: str) -> dict:
-    """bytes, bram (36Kb blocks), dsp, lut, ff of a compute kernel with ``lanes`` lanes."""
-    macs, bits = lanes * OP_MACS[op], DTYPE_BITS[dtype]
-    size = math.ceil(nbytes)
-    return {"bytes": size, "lut": KERNEL_LUT + macs * LUT_PER_LANE_BIT * bits,
-            "ff": KERNEL_FF + macs * FF_PER_LANE_BIT * bits,
-            "dsp": math.ceil(macs * DSP_PER_MAC[dtype]), "bram": -(-size // BRAM36_BYTES)}
+def _kernel(name, op, loops, ins, outs, cost) -> _Kernel:
+    return _Kernel(name, op, loops, ins, outs, delay=cost.delay, ii=cost.ii, resources=cost.resources)
 
 
 def _matmul(name, d: _Dims, loops, ins, outs, tm: int, tn: int, tk: int, k_steps: int) -> _Kernel:
-    """A tiled matmul: keeps its accumulator tile (tm x tn), one B tile (tk x tn) and one A tile
-    (tm x tk). One tile step is tm*tn*tk MACs over its lanes; an output tile follows every
-    ``k_steps`` steps (the whole reduction); the first one after the first reduction."""
-    acc_bytes = ACC_BITS.get(d.dtype, DTYPE_BITS[d.dtype]) / 8
-    nbytes = tm * tn * acc_bytes + (tk * tn + tm * tk) * d.nbytes
-    lanes = min(MAC_LANES, tm * tn * tk)
-    ii = k_steps * -(-(tm * tn * tk) // lanes)
-    return _Kernel(name, "matmul", loops, ins, outs, delay=ii + PIPELINE_DEPTH, ii=ii,
-                   resources=_resources(nbytes, lanes, "matmul", d.dtype))
+    """A tiled matmul (:func:`~dfopt.models.tiling.costs.matmul_cost`, MAC_LANES lanes)."""
+    return _kernel(name, "matmul", loops, ins, outs, matmul_cost(d.dtype, tm, tn, tk, k_steps, MAC_LANES))
 
 
 def _row_kernel(name, op, d: _Dims, loops, ins, outs, row_elems: int, tile_elems: int) -> _Kernel:
-    """A norm or softmax: buffers a row block of ``row_elems`` (read as tiles of ``tile_elems``),
-    reduces it, then writes it normalised; ROW_PASSES passes per tile in steady state."""
-    step = -(-tile_elems // VECTOR_LANES)
-    delay = (row_elems // tile_elems + 1) * step + PIPELINE_DEPTH
-    return _Kernel(name, op, loops, ins, outs, delay=delay, ii=ROW_PASSES[op] * step,
-                   resources=_resources(row_elems * d.nbytes, VECTOR_LANES, op, d.dtype))
+    """A norm or softmax over a buffered row block (:func:`~dfopt.models.tiling.costs.row_cost`)."""
+    return _kernel(name, op, loops, ins, outs, row_cost(op, d.dtype, row_elems, tile_elems, VECTOR_LANES))
 
 
 def _elementwise(name, op, d: _Dims, loops, ins, outs, tile_elems: int) -> _Kernel:
-    """An elementwise kernel: holds one tile per input operand."""
-    step = -(-tile_elems // VECTOR_LANES)
-    return _Kernel(name, op, loops, ins, outs, delay=step + PIPELINE_DEPTH, ii=step,
-                   resources=_resources(len(ins) * tile_elems * d.nbytes, VECTOR_LANES, op, d.dtype))
+    """An elementwise kernel holding one tile per input operand."""
+    return _kernel(name, op, loops, ins, outs, elementwise_cost(op, d.dtype, tile_elems, len(ins), VECTOR_LANES))
 
 
 def _dma(name, op, d: _Dims, loops, ins, outs, tile_elems: int) -> _Kernel:
-    """A DMA kernel (HBM <-> stream): one tile of burst buffer, one AXI beat per cycle."""
-    size = math.ceil(tile_elems * d.nbytes)
-    step = -(-size // DMA_BYTES_PER_CYCLE)
-    return _Kernel(name, op, loops, ins, outs, delay=DMA_LATENCY + step, ii=step,
-                   resources={"bytes": size, "lut": DMA_LUT, "ff": DMA_FF, "dsp": 0,
-                              "bram": -(-size // BRAM36_BYTES)})
+    """A DMA kernel (HBM <-> stream)."""
+    return _kernel(name, op, loops, ins, outs, dma_cost(d.dtype, tile_elems))
 
 
 def _row_loops(d: _Dims, cols: str = "c", kind: str = "parallel") -> list:
