@@ -1,0 +1,678 @@
+"""Operator graphs: tensor ops with shapes and dtypes (a tiny ONNX), the input of ``pipeline``.
+
+An instance's ``operators`` object declares the graph inputs in ``tensors`` (``kind``: ``input``,
+the default, or ``weight``), lists ``ops`` (each with ``name``, ``op``, ``inputs``, ``output`` and
+its attributes as further fields) and names the ``outputs``. Intermediate and output tensors are
+inferred: every op's output shape follows from its inputs and attributes, and its dtype is the one
+dtype all its inputs share. A tensor that an op produces may still be declared in ``tensors``
+(without a ``kind``); its shape and dtype are then checked against the inferred ones.
+
+Op kinds (:data:`SIGNATURES` lists the inputs and attributes with their defaults):
+
+- ``matmul`` [A, B]: A is [..., M, K] ([..., K, M] with ``transpose_a``), B is [..., K, N]
+  ([..., N, K] with ``transpose_b``), with A's leading (batch) dimensions or 2-D (shared);
+  the output is ``scale`` * A @ B, [..., M, N].
+- ``add``, ``mul`` [x, y]: y has x's shape, or is a vector of x's last dimension (a broadcast
+  bias or scale); the output has x's shape.
+- ``gelu`` (tanh approximation), ``silu``, ``relu``, ``softmax`` (last axis) [x].
+- ``layernorm`` [x, gamma, beta] and ``rmsnorm`` [x, gamma] over the last axis, with ``eps``.
+- ``transpose`` [x] with ``perm``; ``reshape`` [x] with ``shape`` (same element count, no -1).
+
+``gelu``, ``silu``, ``softmax`` and the norms need a float dtype; integer ``matmul`` takes
+integer scales only. An op whose result nobody uses and that is not an output is allowed
+(:meth:`OpGraph.unused` lists such tensors). ``ops`` may come in any order; the graph keeps a
+topological order that follows the file order where it can.
+
+>>> g = OpGraph.from_dict({
+...     "tensors": {"x": {"shape": [512, 128], "dtype": "f32"},
+...                 "w1": {"shape": [128, 256], "dtype": "f32", "kind": "weight"},
+...                 "w2": {"shape": [256, 128], "dtype": "f32", "kind": "weight"}},
+...     "ops": [{"name": "fc1", "op": "matmul", "inputs": ["x", "w1"], "output": "h"},
+...             {"name": "act", "op": "gelu", "inputs": ["h"], "output": "g"},
+...             {"name": "fc2", "op": "matmul", "inputs": ["g", "w2"], "output": "y"}],
+...     "outputs": ["y"]})
+>>> g.tensors["h"]
+TensorSpec(name='h', shape=(512, 256), dtype='f32', kind='intermediate')
+>>> [op.name for op in g.consumers("h")], g.producer("y").name, g.flops("fc1")
+(['act'], 'fc2', 33554432)
+>>> bad = g.to_dict()
+>>> bad["tensors"]["w2"]["shape"] = [128, 128]
+>>> OpGraph.from_dict(bad)
+Traceback (most recent call last):
+...
+dfopt.errors.InstanceError: /operators/ops/2/inputs/1: op fc2 (matmul): A is [512, 256] but B is [128, 128]: inner dimensions 256 and 128 differ (A = 'g', B = 'w2')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from dfopt.errors import InstanceError
+from dfopt.schema import did_you_mean, found, pointer, sorted_issues, to_problems
+
+OP_KINDS = ("matmul", "add", "mul", "gelu", "silu", "relu", "softmax", "layernorm", "rmsnorm",
+            "transpose", "reshape")
+DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i16", "i8")  # names as in itensor.DTYPE_BITS
+FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
+TENSOR_KINDS = ("input", "weight", "intermediate", "output")
+DECLARED_KINDS = ("input", "weight")  # the kinds a ``tensors`` entry may give
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What an op kind takes: input roles, attributes (name -> default; None: required), whether
+    it needs a float dtype, and its flops per output element (:meth:`OpGraph.flops`)."""
+
+    inputs: tuple
+    attrs: dict
+    float_only: bool = False
+    flops_per_element: int = 1
+
+
+SIGNATURES = {
+    "matmul": Signature(("A", "B"), {"transpose_a": False, "transpose_b": False, "scale": 1}),
+    "add": Signature(("x", "y"), {}),
+    "mul": Signature(("x", "y"), {}),
+    "gelu": Signature(("x",), {}, True, 8),       # cube, 3 mul-adds, tanh, scale
+    "silu": Signature(("x",), {}, True, 4),       # exp, add, divide, multiply
+    "relu": Signature(("x",), {}),
+    "softmax": Signature(("x",), {}, True, 5),    # max, subtract, exp, sum, divide
+    "layernorm": Signature(("x", "gamma", "beta"), {"eps": 1e-5}, True, 8),
+    "rmsnorm": Signature(("x", "gamma"), {"eps": 1e-6}, True, 5),
+    "transpose": Signature(("x",), {"perm": None}, False, 0),   # data movement only
+    "reshape": Signature(("x",), {"shape": None}, False, 0),
+}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor: ``kind`` is input | weight (declared) or intermediate | output (inferred)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str = "input"
+
+    @property
+    def size(self) -> int:
+        """Elements."""
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op; ``attrs`` holds every attribute of its kind, defaults filled (lists as tuples).
+    Hashing leaves ``attrs`` out (ops are unique by name within a graph)."""
+
+    name: str
+    op: str
+    inputs: tuple[str, ...]
+    output: str
+    attrs: dict = field(hash=False)
+
+
+class OpGraph:
+    """Tensors in definition order (graph inputs as declared, then op outputs in op order), ops in
+    a topological order, and the output names. Build it with :meth:`from_dict`, which validates;
+    the constructor trusts its arguments."""
+
+    def __init__(self, tensors: dict, ops, outputs):
+        self.tensors: dict[str, TensorSpec] = dict(tensors)
+        self.ops: list[Op] = list(ops)
+        self.outputs: tuple[str, ...] = tuple(outputs)
+        self._producer = {op.output: op for op in self.ops}
+        self._by_name = {op.name: op for op in self.ops}
+        self._consumers: dict[str, list[Op]] = {name: [] for name in self.tensors}
+        for op in self.ops:
+            for name in dict.fromkeys(op.inputs):
+                self._consumers.setdefault(name, []).append(op)
+
+    @classmethod
+    def from_dict(cls, d, base=("operators",)) -> OpGraph:
+        """The graph of an ``operators`` object; :class:`InstanceError` listing every fault
+        (with JSON pointers under ``base``) when it is not a valid graph."""
+        reader = _Reader(d, tuple(base))
+        if reader.issues:
+            raise InstanceError(problems=to_problems(reader.issues))
+        return cls(reader.specs, reader.ops, reader.outputs)
+
+    def to_dict(self) -> dict:
+        """The canonical ``operators`` object: graph inputs only in ``tensors``, attributes that
+        differ from their defaults only. ``from_dict(g.to_dict()) == g``."""
+        tensors = {}
+        for t in self.tensors.values():
+            if t.kind in DECLARED_KINDS:
+                tensors[t.name] = {"shape": list(t.shape), "dtype": t.dtype}
+                if t.kind != "input":
+                    tensors[t.name]["kind"] = t.kind
+        return {"tensors": tensors, "ops": [_op_to_dict(op) for op in self.ops],
+                "outputs": list(self.outputs)}
+
+    # -- queries ------------------------------------------------------------------------------
+    def producer(self, tensor: str) -> Op | None:
+        """The op that produces ``tensor`` (None for graph inputs and weights)."""
+        return self._producer.get(tensor)
+
+    def consumers(self, tensor: str) -> list[Op]:
+        """The ops that read ``tensor``, in op order (an op reading it twice appears once)."""
+        return list(self._consumers.get(tensor, []))
+
+    def op(self, name: str) -> Op:
+        """The op called ``name`` (``KeyError`` listing the op names when there is none)."""
+        if name not in self._by_name:
+            raise KeyError(f"no op {name!r} in the graph; ops: {', '.join(self._by_name)}")
+        return self._by_name[name]
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Names of the graph inputs and weights (the tensors no op produces)."""
+        return tuple(n for n, t in self.tensors.items() if t.kind in DECLARED_KINDS)
+
+    def unused(self) -> list[str]:
+        """Tensors that no op reads and that are not outputs (dead results, idle inputs)."""
+        return [n for n in self.tensors if not self._consumers.get(n) and n not in self.outputs]
+
+    def flops(self, op) -> int:
+        """Arithmetic operations of ``op`` (an :class:`Op` or its name).
+
+        ``matmul``: 2*M*N*K per batch entry (a multiply and an add per product term; the
+        ``scale`` is not counted). Other ops: output elements x :attr:`Signature.flops_per_element`
+        (1 for add, mul and relu; gelu 8, silu 4, softmax 5, layernorm 8, rmsnorm 5, counting exp,
+        tanh, sqrt and divide as one each; 0 for transpose and reshape, which only move data).
+        """
+        op = self.op(op) if isinstance(op, str) else op
+        out = self.tensors[op.output]
+        if op.op == "matmul":
+            a = self.tensors[op.inputs[0]].shape
+            k = a[-2] if op.attrs["transpose_a"] else a[-1]
+            return 2 * out.size * k
+        return out.size * SIGNATURES[op.op].flops_per_element
+
+    def total_flops(self) -> int:
+        return sum(self.flops(op) for op in self.ops)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, OpGraph):
+            return NotImplemented
+        return (list(self.tensors.items()), self.ops, self.outputs) == \
+            (list(other.tensors.items()), other.ops, other.outputs)
+
+    def __repr__(self) -> str:
+        return f"OpGraph({len(self.ops)} ops, {len(self.tensors)} tensors, outputs {list(self.outputs)})"
+
+
+def operator_issues(d, base: tuple = ("operators",)) -> list[tuple[tuple, str]]:
+    """Every fault of an ``operators`` object as ``(path, message)``, in path order; empty when
+    :meth:`OpGraph.from_dict` accepts it. Checks the structure itself too, so it also works
+    without the schema (``dfopt validate`` runs both; drop the issues under schema-faulty paths).
+
+    >>> operator_issues({"tensors": {"x": {"shape": [4], "dtype": "f32"}},
+    ...                  "ops": [{"name": "a", "op": "relu", "inputs": ["xx"], "output": "y"}],
+    ...                  "outputs": ["y"]}, ("operators",))
+    [(('operators', 'ops', 0, 'inputs', 0), "op a (relu): input 0 names unknown tensor 'xx', did you mean 'x'?")]
+    """
+    return _Reader(d, tuple(base)).issues
+
+
+def _op_to_dict(op: Op) -> dict:
+    out = {"name": op.name, "op": op.op, "inputs": list(op.inputs), "output": op.output}
+    for key, value in op.attrs.items():
+        if value != SIGNATURES[op.op].attrs[key]:
+            out[key] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+# == reading and checking ========================================================================
+
+class _Fault(Exception):
+    """A shape or dtype rule broken by one op: the message and the field (below the op) at fault."""
+
+    def __init__(self, message: str, field: tuple):
+        super().__init__(message)
+        self.message, self.field = message, field
+
+
+@dataclass
+class _Decl:
+    """One ``tensors`` entry as given (None: absent or faulty)."""
+
+    shape: tuple | None
+    dtype: str | None
+    kind: str | None
+    ok: bool
+
+
+@dataclass
+class _OpRec:
+    """One ``ops`` entry as read; ``ok`` when its kind, inputs and attributes are all sound."""
+
+    index: int
+    name: str | None
+    kind: str | None
+    inputs: list
+    output: str | None
+    attrs: dict
+    ok: bool
+
+    @property
+    def who(self) -> str:
+        name = self.name if self.name is not None else f"#{self.index}"
+        return f"op {name} ({self.kind})" if self.kind else f"op {name}"
+
+
+class _Reader:
+    """Reads and checks an ``operators`` object in phases: structure, names, cycles, shapes.
+    Leaves ``issues`` and, when there are none, the parts of the graph."""
+
+    def __init__(self, d, base: tuple):
+        self.base, self.issues = base, []
+        self.decls: dict[str, _Decl] = {}
+        self.recs: list[_OpRec] = []
+        self.outputs: tuple = ()
+        self.specs: dict[str, TensorSpec | None] = {}
+        self.ops: list[Op] = []
+        if not isinstance(d, dict):
+            self._add((), f"expected an object with tensors, ops and outputs, got {found(d)}")
+            return
+        self._read_top(d)
+        self._resolve()
+        self._infer(self._order())
+        self.issues = sorted_issues(self.issues)
+
+    def _add(self, path: tuple, message: str) -> None:
+        self.issues.append((self.base + path, message))
+
+    def _ptr(self, path: tuple) -> str:
+        return pointer(self.base + path)
+
+    # -- structure ----------------------------------------------------------------------------
+    def _read_top(self, d: dict) -> None:
+        for key in d:
+            if key not in ("tensors", "ops", "outputs"):
+                self._add((key,), f"unknown field {key!r}{did_you_mean(str(key), ['tensors', 'ops', 'outputs'])} "
+                                  "(expected one of: tensors, ops, outputs)")
+        for key, kind in (("tensors", dict), ("ops", list), ("outputs", list)):
+            value = d.get(key)
+            if not isinstance(value, kind) or not value:
+                what = "a non-empty object of tensor declarations" if kind is dict else "a non-empty array"
+                got = "nothing" if key not in d else found(value)
+                self._add((key,), f"expected {what}, got {got}")
+        tensors = d.get("tensors") if isinstance(d.get("tensors"), dict) else {}
+        for name, entry in tensors.items():
+            self._read_tensor(name, entry)
+        ops = d.get("ops") if isinstance(d.get("ops"), list) else []
+        for i, entry in enumerate(ops):
+            self._read_op(i, entry)
+        outputs = d.get("outputs") if isinstance(d.get("outputs"), list) else []
+        self.outputs = tuple(outputs)
+        for i, name in enumerate(outputs):
+            if not isinstance(name, str) or not name:
+                self._add(("outputs", i), f"expected a tensor name, got {found(name)}")
+            elif name in outputs[:i]:
+                self._add(("outputs", i), f"output {name!r} is listed twice")
+
+    def _read_tensor(self, name: str, entry) -> None:
+        path = ("tensors", name)
+        if not name:
+            self._add(path, "a tensor name must not be empty")
+        if not isinstance(entry, dict):
+            self._add(path, f"tensor {name!r}: expected an object with shape and dtype, got {found(entry)}")
+            self.decls[name] = _Decl(None, None, None, False)
+            return
+        for key in entry:
+            if key not in ("shape", "dtype", "kind"):
+                self._add(path + (key,), f"tensor {name!r}: unknown field {key!r}"
+                                         f"{did_you_mean(str(key), ['shape', 'dtype', 'kind'])} "
+                                         "(expected one of: shape, dtype, kind)")
+        who = f"tensor {name!r}"
+        shape = _positive_ints(entry.get("shape"))
+        if "shape" in entry and shape is None:
+            self._add(path + ("shape",), f"{who}: expected a shape (a non-empty array of positive integers), "
+                                         f"got {found(entry['shape'])}")
+        dtype = self._choice(entry, "dtype", DTYPES, path, who)
+        kind = self._choice(entry, "kind", DECLARED_KINDS, path, who)
+        ok = all(key not in entry or value is not None
+                 for key, value in (("shape", shape), ("dtype", dtype), ("kind", kind)))
+        self.decls[name] = _Decl(shape, dtype, kind, ok)
+
+    def _choice(self, entry: dict, key: str, choices, path: tuple, who: str) -> str | None:
+        """``entry[key]`` when it is one of ``choices``; None (and an issue, if given) otherwise."""
+        value = entry.get(key)
+        if key not in entry or value in choices:
+            return value
+        listing = ", ".join(choices)
+        if isinstance(value, str):
+            message = f"unknown {key} {value!r}{did_you_mean(value, choices)} (expected one of: {listing})"
+        else:
+            message = f"expected a {key} (one of: {listing}), got {found(value)}"
+        self._add(path + (key,), f"{who}: {message}")
+        return None
+
+    def _read_op(self, i: int, entry) -> None:
+        path = ("ops", i)
+        if not isinstance(entry, dict):
+            self._add(path, f"op #{i}: expected an object with name, op, inputs and output, got {found(entry)}")
+            return
+        name = entry.get("name")
+        rec = _OpRec(i, name if isinstance(name, str) and name else None, None, [], None, {}, True)
+        self.recs.append(rec)
+        if rec.name is None:
+            self._add(path + ("name",), f"op #{i}: expected a non-empty name, got {found(name) if 'name' in entry else 'nothing'}")
+        elif any(r.name == name for r in self.recs[:-1]):
+            first = next(r.index for r in self.recs if r.name == name)
+            self._add(path + ("name",), f"duplicate op name {name!r} (first at {self._ptr(('ops', first))}); op names must be unique")
+        kind = entry.get("op")
+        if kind in OP_KINDS:
+            rec.kind = kind
+        else:
+            rec.ok = False
+            got = f"unknown op {kind!r}{did_you_mean(kind, OP_KINDS)}" if isinstance(kind, str) else \
+                f"expected an op kind, got {found(kind) if 'op' in entry else 'nothing'}"
+            self._add(path + ("op",), f"{rec.who}: {got} (expected one of: {', '.join(OP_KINDS)})")
+        self._read_op_inputs(rec, entry.get("inputs"), "inputs" in entry)
+        output = entry.get("output")
+        if isinstance(output, str) and output:
+            rec.output = output
+        else:
+            rec.ok = False
+            self._add(path + ("output",), f"{rec.who}: expected an output tensor name, got "
+                                          f"{found(output) if 'output' in entry else 'nothing'}")
+        if rec.kind is not None:
+            self._read_attrs(rec, entry)
+
+    def _read_op_inputs(self, rec: _OpRec, inputs, given: bool) -> None:
+        path = ("ops", rec.index, "inputs")
+        if not isinstance(inputs, list):
+            rec.ok = False
+            self._add(path, f"{rec.who}: expected an array of tensor names, got {found(inputs) if given else 'nothing'}")
+            return
+        for j, name in enumerate(inputs):
+            if isinstance(name, str) and name:
+                rec.inputs.append(name)
+            else:
+                rec.ok = False
+                rec.inputs.append(None)
+                self._add(path + (j,), f"{rec.who}: input {j}: expected a tensor name, got {found(name)}")
+        if rec.kind is None:
+            return
+        roles = SIGNATURES[rec.kind].inputs
+        if len(inputs) != len(roles):
+            rec.ok = False
+            where = path + (len(roles),) if len(inputs) > len(roles) else path
+            self._add(where, f"{rec.who}: expected {len(roles)} input{'s' if len(roles) > 1 else ''} "
+                             f"({', '.join(roles)}), got {len(inputs)}: {found(inputs)}")
+
+    def _read_attrs(self, rec: _OpRec, entry: dict) -> None:
+        sig = SIGNATURES[rec.kind]
+        path = ("ops", rec.index)
+        for key, value in entry.items():
+            if key in ("name", "op", "inputs", "output"):
+                continue
+            if key not in sig.attrs:
+                rec.ok = False
+                takes = ", ".join(sig.attrs) or "no attributes"
+                self._add(path + (key,), f"{rec.who}: unknown attribute {key!r}{did_you_mean(str(key), sig.attrs)} "
+                                         f"({rec.kind} takes: {takes})")
+                continue
+            problem = _ATTR_CHECKS[key](value)
+            if problem:
+                rec.ok = False
+                self._add(path + (key,), f"{rec.who}: {key}: {problem}")
+            else:
+                rec.attrs[key] = tuple(value) if isinstance(value, list) else value
+        for key, default in sig.attrs.items():
+            if key in rec.attrs or key in entry:
+                continue
+            if default is None:
+                rec.ok = False
+                self._add(path, f"{rec.who}: missing attribute {key!r} ({_ATTR_HELP[key]})")
+            else:
+                rec.attrs[key] = default
+        rec.attrs = {key: rec.attrs[key] for key in sig.attrs if key in rec.attrs}
+
+    # -- names --------------------------------------------------------------------------------
+    def _resolve(self) -> None:
+        """Producers (each tensor at most one, never a declared input), input and output names."""
+        self.producer: dict[str, _OpRec] = {}
+        for rec in self.recs:
+            out = rec.output
+            if out is None:
+                continue
+            decl = self.decls.get(out)
+            if out in self.producer:
+                first = self.producer[out]
+                self._add(("ops", rec.index, "output"), f"{rec.who}: tensor {out!r} is already produced by "
+                          f"op {first.name} ({self._ptr(('ops', first.index))}); each tensor has one producer")
+                rec.ok = False
+            elif decl is not None and decl.kind is not None:
+                self._add(("ops", rec.index, "output"), f"{rec.who}: tensor {out!r} is declared as a graph "
+                          f"{decl.kind} ({self._ptr(('tensors', out, 'kind'))}) but this op produces it; "
+                          "rename the output, or drop the declaration's kind to declare the result's shape")
+                rec.ok = False
+            else:
+                self.producer[out] = rec
+        known = list(self.decls) + [n for n in self.producer if n not in self.decls]
+        for rec in self.recs:
+            for j, name in enumerate(rec.inputs):
+                if name is not None and name not in self.decls and name not in self.producer:
+                    rec.ok = False
+                    self._add(("ops", rec.index, "inputs", j),
+                              f"{rec.who}: input {j} names {_unknown_tensor(name, known)}")
+        for i, name in enumerate(self.outputs):
+            if not isinstance(name, str) or name in self.producer:
+                continue
+            if name in self.decls:
+                self._add(("outputs", i), f"output {name!r} is a graph input: no op produces it; "
+                                          "outputs name tensors that ops produce")
+            else:
+                self._add(("outputs", i), f"output names {_unknown_tensor(name, known)}; no op produces it")
+        for name, decl in self.decls.items():
+            if name not in self.producer and decl.ok and (decl.shape is None or decl.dtype is None):
+                missing = " and ".join(k for k, v in (("shape", decl.shape), ("dtype", decl.dtype)) if v is None)
+                self._add(("tensors", name), f"tensor {name!r} is a graph {decl.kind or 'input'} (no op "
+                                             f"produces it), so it needs a {missing}")
+
+    # -- order --------------------------------------------------------------------------------
+    def _order(self) -> list[_OpRec]:
+        """The ops outside cycles in a topological order that keeps file order where it can;
+        one issue per cycle (the ops on a cycle, and those after it, get no shapes)."""
+        at = {rec.index: rec for rec in self.recs}  # nodes are the ops' indices in the file
+        g = nx.MultiDiGraph()
+        g.add_nodes_from(at)
+        for rec in self.recs:
+            for j, name in enumerate(rec.inputs):
+                if name in self.producer:
+                    g.add_edge(self.producer[name].index, rec.index, key=j)
+        cyclic = set()
+        for component in sorted(nx.strongly_connected_components(g), key=min):
+            first = min(component)
+            if len(component) > 1 or g.has_edge(first, first):
+                cyclic |= component
+                self._add_cycle(nx.find_cycle(g.subgraph(component)), at)
+        return [at[i] for i in nx.lexicographical_topological_sort(g.subgraph(set(at) - cyclic))]
+
+    def _add_cycle(self, cycle: list, at: dict) -> None:
+        start = min(range(len(cycle)), key=lambda c: cycle[c][0])
+        cycle = cycle[start:] + cycle[:start]
+        names = " -> ".join(at[u].name or f"#{u}" for u, _, _ in cycle + cycle[:1])
+        via = ", ".join(repr(at[u].output) for u, _, _ in cycle)
+        _, last, j = cycle[-1]
+        rec = at[last]
+        self._add(("ops", rec.index, "inputs", j), f"{rec.who}: the ops form a cycle {names} (through "
+                  f"tensor{'s' if len(cycle) > 1 else ''} {via}); a tensor cannot depend on itself, so break the cycle")
+
+    # -- shapes and dtypes --------------------------------------------------------------------
+    def _infer(self, order: list[_OpRec]) -> None:
+        for name, decl in self.decls.items():
+            if name not in self.producer:
+                ok = decl.ok and decl.shape is not None and decl.dtype is not None
+                self.specs[name] = TensorSpec(name, decl.shape, decl.dtype, decl.kind or "input") if ok else None
+        for rec in order:
+            spec = self._infer_op(rec)
+            self.specs[rec.output] = spec
+            if spec is not None:
+                self._check_declared(rec, spec)
+        if not self.issues:
+            self.ops = [Op(r.name, r.kind, tuple(r.inputs), r.output, dict(r.attrs)) for r in order]
+
+    def _infer_op(self, rec: _OpRec) -> TensorSpec | None:
+        ins = [self.specs.get(n) for n in rec.inputs]
+        if not rec.ok or any(s is None for s in ins):
+            return None
+        try:
+            dtype = _op_dtype(rec, ins)
+            shape = _SHAPE_RULES[rec.kind](ins, rec.attrs)
+        except _Fault as fault:
+            self._add(("ops", rec.index) + fault.field, f"{rec.who}: {fault.message}")
+            return None
+        kind = "output" if rec.output in self.outputs else "intermediate"
+        return TensorSpec(rec.output, tuple(shape), dtype, kind)
+
+    def _check_declared(self, rec: _OpRec, spec: TensorSpec) -> None:
+        decl = self.decls.get(spec.name)
+        if decl is None:
+            return
+        for key, given, inferred in (("shape", decl.shape, spec.shape), ("dtype", decl.dtype, spec.dtype)):
+            if given is not None and given != inferred:
+                show = (lambda v: str(list(v))) if key == "shape" else str
+                self._add(("tensors", spec.name, key), f"tensor {spec.name!r} is declared with {key} {show(given)} "
+                          f"but {rec.who} produces {show(inferred)}")
+
+
+def _unknown_tensor(name: str, known: list) -> str:
+    hint = did_you_mean(name, known)
+    if hint:
+        return f"unknown tensor {name!r}{hint}"
+    shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
+    return f"unknown tensor {name!r} (known tensors: {shown or 'none'})"
+
+
+def _positive_ints(value) -> tuple | None:
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+        return None
+    return tuple(value)
+
+
+# -- attributes -----------------------------------------------------------------------------------
+
+def _check_bool(value) -> str | None:
+    return None if isinstance(value, bool) else f"expected true or false, got {found(value)}"
+
+
+def _check_number(value, positive: bool = False) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"expected a{' positive' if positive else ''} number, got {found(value)}"
+    return f"expected a positive number, got {found(value)}" if positive and value <= 0 else None
+
+
+def _check_perm(value) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return f"expected an array of axis numbers, got {found(value)}"
+    return None
+
+
+def _check_shape(value) -> str | None:
+    if isinstance(value, list) and -1 in value:
+        return (f"got {found(value)}: reshape infers no dimension from -1; write every dimension out "
+                "(their product must equal the input's element count)")
+    if _positive_ints(value) is None:
+        return f"expected a non-empty array of positive integers, got {found(value)}"
+    return None
+
+
+_ATTR_CHECKS = {"transpose_a": _check_bool, "transpose_b": _check_bool, "scale": _check_number,
+                "eps": lambda v: _check_number(v, positive=True), "perm": _check_perm, "shape": _check_shape}
+_ATTR_HELP = {"perm": "the permutation of the input's axes, e.g. [1, 0, 2]",
+              "shape": "the output shape, with the input's element count"}
+
+
+# -- dtype and shape rules ------------------------------------------------------------------------
+
+def _op_dtype(rec: _OpRec, ins: list) -> str:
+    first = ins[0]
+    for j, spec in enumerate(ins[1:], start=1):
+        if spec.dtype != first.dtype:
+            raise _Fault(f"inputs differ in dtype: {first.name!r} is {first.dtype} but {spec.name!r} is "
+                         f"{spec.dtype}; all inputs of an op share one dtype", ("inputs", j))
+    if SIGNATURES[rec.kind].float_only and first.dtype not in FLOAT_DTYPES:
+        raise _Fault(f"needs a float dtype ({', '.join(FLOAT_DTYPES)}), but input {first.name!r} is "
+                     f"{first.dtype}", ("inputs", 0))
+    scale = rec.attrs.get("scale", 1)
+    if first.dtype not in FLOAT_DTYPES and scale != int(scale):
+        raise _Fault(f"scale {scale} needs a float dtype, but the inputs are {first.dtype} "
+                     "(an integer matmul takes integer scales only)", ("scale",))
+    return first.dtype
+
+
+def _show(spec: TensorSpec) -> str:
+    return str(list(spec.shape))
+
+
+def _matmul_shape(ins: list, attrs: dict) -> tuple:
+    a, b = ins
+    for j, spec in enumerate(ins):
+        if len(spec.shape) < 2:
+            raise _Fault(f"{'AB'[j]} ({spec.name!r}) is {_show(spec)}: a matmul operand needs rank >= 2",
+                         ("inputs", j))
+    names = f"(A = {a.name!r}, B = {b.name!r})"
+    ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+    (m, ka), (kb, n) = (a.shape[-2:][::-1] if ta else a.shape[-2:]), (b.shape[-2:][::-1] if tb else b.shape[-2:])
+    shown = f"A is {_show(a)}{' (transposed)' if ta else ''} but B is {_show(b)}{' (transposed)' if tb else ''}"
+    if ka != kb:
+        raise _Fault(f"{shown}: inner dimensions {ka} and {kb} differ {names}", ("inputs", 1))
+    if len(b.shape) > 2 and b.shape[:-2] != a.shape[:-2]:
+        raise _Fault(f"{shown}: batch dimensions {list(a.shape[:-2])} and {list(b.shape[:-2])} differ; B needs "
+                     f"A's leading dimensions, or rank 2 to be shared across the batch {names}", ("inputs", 1))
+    return a.shape[:-2] + (m, n)
+
+
+def _binary_shape(ins: list, attrs: dict) -> tuple:
+    x, y = ins
+    if y.shape == x.shape or y.shape == x.shape[-1:]:
+        return x.shape
+    raise _Fault(f"input {x.name!r} is {_show(x)} but input {y.name!r} is {_show(y)}: expected the second "
+                 f"of the same shape, or a vector [{x.shape[-1]}] of the first's last dimension", ("inputs", 1))
+
+
+def _unary_shape(ins: list, attrs: dict) -> tuple:
+    return ins[0].shape
+
+
+def _norm_shape(ins: list, attrs: dict) -> tuple:
+    x = ins[0]
+    for j, spec in enumerate(ins[1:], start=1):
+        if spec.shape != x.shape[-1:]:
+            role = ("gamma", "beta")[j - 1]
+            raise _Fault(f"{role} {spec.name!r} is {_show(spec)} but input {x.name!r} is {_show(x)}: expected "
+                         f"{role} of shape [{x.shape[-1]}] (the normalised last dimension)", ("inputs", j))
+    return x.shape
+
+
+def _transpose_shape(ins: list, attrs: dict) -> tuple:
+    x, perm = ins[0], attrs["perm"]
+    rank = len(x.shape)
+    if len(perm) != rank:
+        raise _Fault(f"perm {list(perm)} has {len(perm)} entries but input {x.name!r} is {_show(x)} (rank {rank}); "
+                     f"expected a permutation of 0..{rank - 1}", ("perm",))
+    if sorted(perm) != list(range(rank)):
+        raise _Fault(f"perm {list(perm)} is not a permutation of 0..{rank - 1} (each axis of input {x.name!r} "
+                     "exactly once)", ("perm",))
+    return tuple(x.shape[p] for p in perm)
+
+
+def _reshape_shape(ins: list, attrs: dict) -> tuple:
+    x, shape = ins[0], attrs["shape"]
+    if math.prod(shape) != x.size:
+        raise _Fault(f"shape {list(shape)} has {math.prod(shape)} elements but input {x.name!r} is {_show(x)} "
+                     f"with {x.size}; a reshape keeps the element count", ("shape",))
+    return tuple(shape)
+
+
+_SHAPE_RULES = {"matmul": _matmul_shape, "add": _binary_shape, "mul": _binary_shape, "gelu": _unary_shape,
+                "silu": _unary_shape, "relu": _unary_shape, "softmax": _unary_shape, "layernorm": _norm_shape,
+                "rmsnorm": _norm_shape, "transpose": _transpose_shape, "reshape": _reshape_shape}
