@@ -61,6 +61,8 @@ def full() -> dict:
                             "reads": ["[N] -> { S0[i] -> A[i, 0] }"], "writes": ["[N] -> { S0[i] -> A[i, 1] }"],
                             "body": "A[i][1] = A[i][0];", "schedule": "[N] -> { S0[i] -> [i] }"}],
             "schedule": "[N] -> { S0[i] -> [i, 0] }"},
+        "operators": {"tensors": {"x": {"shape": [4, 8], "dtype": "f32"}},
+                      "ops": [{"name": "r", "op": "relu", "inputs": ["x"], "output": "y"}], "outputs": ["y"]},
         "options": {"fifo": {"strategy": "conservative", "objective": "bram18", "time_limit": 2.5, "seed": 1,
                              "deterministic": True, "solver": "highs", "formulation": "potentials"},
                     "fusion": {"c_max": 1024},
@@ -273,7 +275,7 @@ def test_valid_instance_files_round_trip(path: Path):
 
 @pytest.mark.parametrize("name", PRESET_NAMES)
 def test_presets_round_trip_by_name_and_inline(name: str):
-    inst = Instance("p", "tiling", graph=DataflowGraph(), platform=load_preset(name))
+    inst = Instance("p", "converter", graph=DataflowGraph(), platform=load_preset(name))
     assert isinstance(to_dict(inst)["platform"], dict)      # no preset name: written inline
     assert from_dict(to_dict(inst)) == inst
     inst.platform_name = name
@@ -328,6 +330,7 @@ def test_schemas_are_valid_and_closed(kind: str):
                     "/properties/stats", "/$defs/check/properties/details", "/$defs/fifo"}
     open_objects |= {f"/$defs/options/properties/{p}" for p in ("mapping", "sparse", "tiling", "pipeline")}
     open_objects |= {f"/properties/{p}" for p in SECTION_NAMES if p != "fifo"}
+    open_objects.add("/$defs/operators/properties/ops/items")   # closed per op kind by its if/then rules
     for where, sub in _subschemas(schema, ""):
         if sub.get("type") == "object" and where not in open_objects:
             assert "additionalProperties" in sub, f"{kind} schema {where} is open"

@@ -65,7 +65,7 @@ def streams(draw, n: int) -> list[dict]:
 def instances(draw) -> dict:
     ks = draw(kernels())
     data = {"format": "dfopt-instance/1", "name": draw(st.text("abcxyz_", min_size=1, max_size=8)),
-            "problem": draw(st.sampled_from(["fifo", "fusion", "tiling", "converter"])),
+            "problem": draw(st.sampled_from(["fifo", "fusion", "converter"])),
             "graph": {"kernels": ks, "streams": draw(streams(len(ks)))}}
     if draw(st.booleans()):
         data["platform"] = draw(st.sampled_from(["u55c", "u280", "npu1"]))

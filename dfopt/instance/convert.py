@@ -13,6 +13,7 @@ from dfopt.io import write_json_atomic
 from dfopt.ir.graph import Buffer, DataflowGraph, Kernel, Loop, Stream
 from dfopt.ir.itensor import ITensorType
 from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
+from dfopt.ir.opgraph import OpGraph
 from dfopt.ir.program import Program, Statement
 from dfopt.schema import schema_issues, to_problems
 
@@ -33,6 +34,7 @@ def _build(data: dict) -> Instance:
         options=copy.deepcopy(data.get("options", {})),
         description=data.get("description", ""),
         platform_name=platform_name,
+        operators=OpGraph.from_dict(data["operators"]) if "operators" in data else None,
     )
 
 
@@ -105,6 +107,8 @@ def to_dict(instance: Instance) -> dict:
         out["graph"] = graph_to_dict(instance.graph)
     if instance.program is not None:
         out["program"] = _program_to_dict(instance.program)
+    if instance.operators is not None:
+        out["operators"] = instance.operators.to_dict()
     if instance.options:
         out["options"] = copy.deepcopy(instance.options)
     return out

@@ -8,8 +8,9 @@ import networkx as nx
 from dfopt.instance.common import (_at, _duplicate_names, _entries, _Faulty, _itensor_from_dict,
                                    _name, _unknown, _who)
 from dfopt.instance.isl import _program_issues
-from dfopt.instance.types import NEEDS_DAG, NEEDS_GRAPH, NEEDS_PLATFORM, NEEDS_PROGRAM, PROBLEMS
+from dfopt.instance.types import NEEDS_DAG, NEEDS_GRAPH, NEEDS_OPERATORS, NEEDS_PLATFORM, NEEDS_PROGRAM, PROBLEMS
 from dfopt.ir.itensor import ITensorType
+from dfopt.ir.opgraph import operator_issues
 from dfopt.ir.platform import PRESET_NAMES, load_preset
 from dfopt.schema import did_you_mean, found
 
@@ -26,6 +27,9 @@ def _semantic_issues(data: dict, faulty: _Faulty) -> list:
     issues += _platform_issues(data.get("platform"), problem)
     if isinstance(data.get("program"), dict):
         issues += _program_issues(data["program"], ("program",))
+    if isinstance(data.get("operators"), dict):
+        issues += [(path, msg) for path, msg in operator_issues(data["operators"], ("operators",))
+                   if faulty.clean(path)]
     issues += _option_issues(data)
     return issues
 
@@ -35,6 +39,9 @@ def _requirement_issues(data: dict, problem: str | None) -> list:
     if problem in NEEDS_GRAPH and "graph" not in data:
         issues.append((("graph",), f"problem {problem!r} needs a graph (kernels and streams), "
                                    "but the instance has none"))
+    if problem in NEEDS_OPERATORS and "operators" not in data:
+        issues.append((("operators",), f"problem {problem!r} needs an operator graph (tensors, ops, outputs), "
+                                       "but the instance has none"))
     if problem in NEEDS_PROGRAM and "program" not in data:
         issues.append((("program",), f"problem {problem!r} needs a program (params and statements "
                                      "with isl domains), but the instance has none"))

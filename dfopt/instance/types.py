@@ -6,14 +6,15 @@ import copy
 from dataclasses import dataclass, field
 
 from dfopt.ir.graph import DataflowGraph
+from dfopt.ir.opgraph import OpGraph
 from dfopt.ir.platform import Platform
 from dfopt.ir.program import Program
 
 FORMAT = "dfopt-instance/1"
 PROBLEMS = ("fifo", "fusion", "converter", "placement", "memory", "schedule", "mapping",
             "sparse", "tiling", "pipeline")
-NEEDS_GRAPH = frozenset({"fifo", "fusion", "converter", "placement", "memory", "mapping", "tiling",
-                         "pipeline"})
+NEEDS_GRAPH = frozenset({"fifo", "fusion", "converter", "placement", "memory", "mapping"})
+NEEDS_OPERATORS = frozenset({"tiling", "pipeline"})
 NEEDS_DAG = frozenset({"fifo", "fusion"})
 NEEDS_PROGRAM = frozenset({"schedule"})
 NEEDS_PLATFORM = frozenset({"placement", "memory"})
@@ -44,6 +45,7 @@ class Instance:
     description: str = ""
     path: str | None = None
     platform_name: str | None = None
+    operators: OpGraph | None = None
 
     def options_for(self, problem: str | None = None) -> dict:
         """A copy of the options of ``problem`` (default: this instance's problem)."""
@@ -53,7 +55,7 @@ class Instance:
         graph = None if self.graph is None else (list(self.graph.kernels.items()),
                                                  list(self.graph.streams.items()))
         return (self.name, self.problem, graph, self.platform, self.program, self.options,
-                self.description, self.platform_name)
+                self.description, self.platform_name, self.operators)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Instance):

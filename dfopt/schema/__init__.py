@@ -10,7 +10,7 @@ errors into ``(path, message)`` pairs that say what was expected and what was fo
 >>> for p in problems({"format": "dfopt-instance/1", "name": "x", "problem": "fifo", "colour": 1},
 ...                   "instance"):
 ...     print(p)
-/colour: unknown field 'colour' (expected one of: description, format, graph, name, options, platform, problem, program)
+/colour: unknown field 'colour' (expected one of: description, format, graph, name, operators, options, platform, problem, program)
 """
 
 from __future__ import annotations
@@ -51,8 +51,16 @@ def get_schema(kind: str) -> dict:
 
 @lru_cache(maxsize=None)
 def _load(kind: str) -> dict:
-    text = resources.files("dfopt.schema").joinpath(_FILES[kind]).read_text(encoding="utf-8")
-    return json.loads(text)
+    schema = _read(_FILES[kind])
+    if kind == "instance":      # the operator-graph schema lives in its own file
+        fragment = {k: v for k, v in _read("operators-1.json").items() if k not in ("$schema", "$id")}
+        schema["$defs"]["operators"] = fragment
+        schema["properties"]["operators"] = {"$ref": "#/$defs/operators"}
+    return schema
+
+
+def _read(name: str) -> dict:
+    return json.loads(resources.files("dfopt.schema").joinpath(name).read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=None)
