@@ -1,5 +1,8 @@
 """The tiling stage of the end-to-end pipeline (StreamTensor section 5.1).
 
-So far: the analytical kernel model (:mod:`.costs`) that turns a tiled kernel into delay, II and
-resources; the transformer-block generator builds its kernels with it.
+:mod:`.tiler` turns an operator graph (:class:`dfopt.ir.opgraph.OpGraph`) into a tiled, costed
+:class:`~dfopt.ir.graph.DataflowGraph`: tile sizes, loop order, intensity-aware unrolling, vector
+widths and the itensor types of every port; :mod:`.costs` is the analytical kernel model (delay,
+II, resources) it and the transformer-block generator use. Not yet a ``problem: tiling`` model
+of its own: call :func:`.tiler.tile_graph` from Python.
 """

@@ -1,0 +1,237 @@
+"""Tiling an operator graph into a dataflow graph (StreamTensor section 5.1).
+
+Each op becomes one kernel whose loops run over *tiles*; a token of a stream is one tile. Per op:
+
+* **tile sizes** — every dimension of size S is tiled by its largest divisor that is at most
+  ``default_tile_size`` (batch dimensions of a matmul by 1; the normalised axis of softmax and
+  the norms is kept whole, since a row must be complete before it can be normalised);
+* **loop order** — the tile loops keep the parallel loops outside and the reduction loops inside,
+  so each output tile is complete after its reduction and streams out at once; inside a tile the
+  point loops follow the paper's heuristic, reduction loops outward and parallel loops innermost
+  (no loop-carried dependence on the innermost loop: II 1), recorded in ``attrs.point_loops``;
+* **unrolling** — intensity-aware: every compute kernel starts with one lane and a max-heap keyed
+  by kernel latency repeatedly doubles the lanes of the slowest kernel while the total stays within
+  ``overall_unroll_size`` and the kernel has work for them;
+* **vector width** — the elements a stream moves per beat, ``min(lanes, tile elements)`` rounded
+  down to a power of two, in ``attrs.vector``;
+* **port types** — the itensor type of every port from the tiled loops
+  (:func:`dfopt.ir.itensor.loop_nest_type`); a stream whose two ends differ needs a converter.
+
+Graph inputs and weights are read by one ``dma_in`` kernel each (in the type of their first
+consumer), graph outputs written by one ``dma_out`` kernel each. Timing and resources come from
+:mod:`.costs`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+from dfopt.ir.graph import DataflowGraph, Kernel, Loop, Stream
+from dfopt.ir.itensor import ITensorType, loop_nest_type
+from dfopt.models.tiling import costs
+
+ELEMENTWISE = ("add", "mul", "gelu", "silu", "relu")
+ROW_OPS = ("softmax", "layernorm", "rmsnorm")
+MOVERS = ("transpose", "reshape")
+
+
+def tile_for(size: int, tile: int) -> int:
+    """The largest divisor of ``size`` that is at most ``tile``.
+
+    >>> tile_for(768, 64), tile_for(688, 64), tile_for(7, 4)
+    (64, 43, 1)
+    """
+    best = 1
+    for t in range(1, min(size, tile) + 1):
+        if size % t == 0:
+            best = t
+    return best
+
+
+@dataclass
+class Plan:
+    """One op's kernel before costing: its tile loops and the data-dimension index of each port."""
+
+    name: str
+    op: str
+    dtype: str
+    loops: list                    # dicts: name, tripcount, step, kind (tile loops, outermost first)
+    ports: dict                    # tensor -> (shape, indices) for inputs and the output
+    output: str
+    inputs: tuple
+    point_loops: list              # loop names inside a tile, outermost first
+    lanes: int = 1
+    max_lanes: int = 1
+    attrs: dict = field(default_factory=dict)
+
+    def port_type(self, tensor: str) -> ITensorType:
+        shape, indices = self.ports[tensor]
+        return loop_nest_type(self.dtype, shape, self.loops, indices, output=tensor == self.output)
+
+
+def _loop(name: str, size: int, tile: int, kind: str = "parallel") -> dict:
+    return {"name": name, "tripcount": size // tile, "step": tile, "kind": kind}
+
+
+def _matmul_plan(op, graph, tile: int) -> Plan:
+    a, b = (graph.tensors[t] for t in op.inputs)
+    ta, tb = op.attrs.get("transpose_a", False), op.attrs.get("transpose_b", False)
+    out = graph.tensors[op.output]
+    *batch, m, n = out.shape
+    k = a.shape[-2] if ta else a.shape[-1]
+    loops = [_loop(f"b{i}", s, 1) for i, s in enumerate(batch)]
+    loops += [_loop("m", m, tile_for(m, tile)), _loop("n", n, tile_for(n, tile)),
+              _loop("k", k, tile_for(k, tile), "reduction")]
+    bnames = [f"b{i}" for i in range(len(batch))]
+    a_idx = bnames + (["k", "m"] if ta else ["m", "k"])
+    b_idx = (bnames if len(b.shape) > 2 else []) + (["n", "k"] if tb else ["k", "n"])
+    return Plan(op.name, "matmul", out.dtype, loops,
+                {op.inputs[0]: (a.shape, a_idx), op.inputs[1]: (b.shape, b_idx), op.output: (out.shape, bnames + ["m", "n"])},
+                op.output, tuple(op.inputs), point_loops=["k", "m", "n"],
+                max_lanes=tile_for(m, tile) * tile_for(n, tile) * tile_for(k, tile))
+
+
+def _dims(shape, tile: int, whole_last: bool = False) -> tuple[list, list]:
+    loops, names = [], []
+    for i, s in enumerate(shape):
+        name = f"d{i}"
+        if whole_last and i == len(shape) - 1:
+            names.append(None)
+            continue
+        loops.append(_loop(name, s, tile_for(s, tile)))
+        names.append(name)
+    return loops, names
+
+
+def _elementwise_plan(op, graph, tile: int) -> Plan:
+    out = graph.tensors[op.output]
+    loops, names = _dims(out.shape, tile)
+    ports = {op.output: (out.shape, names)}
+    for t in op.inputs:
+        shape = graph.tensors[t].shape
+        ports[t] = (shape, names if len(shape) == len(out.shape) else names[-len(shape):])
+    tile_elems = math.prod(lp["step"] for lp in loops)
+    return Plan(op.name, op.op, out.dtype, loops, ports, op.output, tuple(op.inputs),
+                point_loops=[n for n in names if n], max_lanes=tile_elems)
+
+
+def _row_plan(op, graph, tile: int) -> Plan:
+    out = graph.tensors[op.output]
+    loops, names = _dims(out.shape, tile, whole_last=True)
+    ports = {op.output: (out.shape, names), op.inputs[0]: (graph.tensors[op.inputs[0]].shape, names)}
+    for t in op.inputs[1:]:                 # gamma, beta: the whole vector with every token
+        ports[t] = (graph.tensors[t].shape, [None])
+    row = out.shape[-1]
+    tile_elems = math.prod(lp["step"] for lp in loops) * row
+    return Plan(op.name, op.op, out.dtype, loops, ports, op.output, tuple(op.inputs),
+                point_loops=["row"], max_lanes=tile_elems, attrs={"row": row})
+
+
+def _mover_plan(op, graph, tile: int) -> Plan:
+    """Reads its input in the input's own order and writes the output in the output's order; the
+    kernel buffers the whole tensor in between (the two ports have separate loop nests)."""
+    src, out = graph.tensors[op.inputs[0]], graph.tensors[op.output]
+    in_loops, in_names = _dims(src.shape, tile)
+    out_loops, out_names = _dims(out.shape, tile)
+    plan = Plan(op.name, op.op, out.dtype, out_loops, {op.output: (out.shape, out_names)}, op.output,
+                tuple(op.inputs), point_loops=[n for n in out_names if n],
+                max_lanes=math.prod(lp["step"] for lp in out_loops))
+    plan.attrs["input_loops"] = in_loops
+    plan.attrs["input_names"] = in_names
+    return plan
+
+
+def _input_type(plan: Plan, tensor: str, graph) -> ITensorType:
+    if plan.op in MOVERS:
+        return loop_nest_type(plan.dtype, graph.tensors[tensor].shape, plan.attrs["input_loops"],
+                              plan.attrs["input_names"])
+    return plan.port_type(tensor)
+
+
+PLANNERS = {"matmul": _matmul_plan, **dict.fromkeys(ELEMENTWISE, _elementwise_plan),
+            **dict.fromkeys(ROW_OPS, _row_plan), **dict.fromkeys(MOVERS, _mover_plan)}
+
+
+def _cost(plan: Plan, graph) -> costs.KernelCost:
+    if plan.op == "matmul":
+        steps = {lp["name"]: lp for lp in plan.loops}
+        return costs.matmul_cost(plan.dtype, steps["m"]["step"], steps["n"]["step"], steps["k"]["step"],
+                                 steps["k"]["tripcount"], plan.lanes)
+    tile_elems = math.prod(lp["step"] for lp in plan.loops)
+    if plan.op in ROW_OPS:
+        row = plan.attrs["row"]
+        return costs.row_cost(plan.op, plan.dtype, tile_elems * row, tile_elems * row, plan.lanes)
+    if plan.op in MOVERS:
+        total = math.prod(graph.tensors[plan.output].shape)
+        return costs.mover_cost(plan.op, plan.dtype, total, tile_elems, plan.lanes)
+    return costs.elementwise_cost(plan.op, plan.dtype, tile_elems, len(plan.inputs), plan.lanes)
+
+
+def _tokens(plan: Plan) -> int:
+    return plan.port_type(plan.output).tokens
+
+
+def latency(plan: Plan, graph) -> int:
+    c = _cost(plan, graph)
+    return c.delay + (_tokens(plan) - 1) * c.ii
+
+
+def unroll(plans: list, graph, overall_unroll_size: int) -> None:
+    """Intensity-aware unrolling: double the lanes of the slowest kernel while the budget lasts."""
+    budget = overall_unroll_size - sum(p.lanes for p in plans)
+    heap = [(-latency(p, graph), i) for i, p in enumerate(plans)]
+    heapq.heapify(heap)
+    while heap:
+        _, i = heapq.heappop(heap)
+        p = plans[i]
+        if p.lanes * 2 > p.max_lanes or p.lanes > budget:
+            continue
+        budget -= p.lanes
+        p.lanes *= 2
+        heapq.heappush(heap, (-latency(p, graph), i))
+
+
+def _vector(lanes: int, tile_elems: int) -> int:
+    v = min(lanes, tile_elems)
+    return 1 << (max(v, 1).bit_length() - 1)
+
+
+def tile_graph(graph, default_tile_size: int = 64, overall_unroll_size: int = 1024) -> DataflowGraph:
+    """The dataflow graph of ``graph`` (an :class:`~dfopt.ir.opgraph.OpGraph`), tiled and costed."""
+    plans = [PLANNERS[op.op](op, graph, default_tile_size) for op in graph.ops]
+    unroll(plans, graph, overall_unroll_size)
+    kernels, streams = [], []
+    producer = {p.output: (p.name, p.port_type(p.output)) for p in plans}
+    for p in plans:
+        c = _cost(p, graph)
+        tile_elems = math.prod(lp["step"] for lp in p.loops) * p.attrs.get("row", 1)
+        kernels.append(Kernel(p.name, p.op, tuple(Loop(lp["name"], lp["tripcount"], lp["step"], lp["kind"]) for lp in p.loops),
+                              delay=c.delay, ii=c.ii, latency=c.delay + (_tokens(p) - 1) * c.ii,
+                              resources=c.resources,
+                              attrs={"lanes": p.lanes, "vector": _vector(p.lanes, tile_elems),
+                                     "point_loops": p.point_loops, "output": p.output, "inputs": list(p.inputs)}))
+    for name, spec in graph.tensors.items():
+        if spec.kind in ("input", "weight"):
+            first = next(p for p in plans if name in p.inputs)
+            t = _input_type(first, name, graph)
+            c = costs.dma_cost(spec.dtype, math.prod(t.element))
+            dma = f"{name}_in"
+            kernels.append(Kernel(dma, "dma_in", delay=c.delay, ii=c.ii, latency=c.delay + (t.tokens - 1) * c.ii,
+                                  resources=c.resources, attrs={"tensor": name, "vector": _vector(16, math.prod(t.element))}))
+            producer[name] = (dma, t)
+    for p in plans:
+        for tensor in dict.fromkeys(p.inputs):
+            src, src_type = producer[tensor]
+            dst_type = _input_type(p, tensor, graph)
+            streams.append(Stream(f"{tensor}__{p.name}", src, p.name, tokens=src_type.tokens,
+                                  width=src_type.token_bits, src_type=src_type, dst_type=dst_type))
+    for out in graph.outputs:
+        src, t = producer[out]
+        c = costs.dma_cost(t.dtype, math.prod(t.element))
+        dma = f"{out}_out"
+        kernels.append(Kernel(dma, "dma_out", delay=c.delay, ii=c.ii, latency=c.delay + (t.tokens - 1) * c.ii,
+                              resources=c.resources, attrs={"tensor": out, "vector": _vector(16, math.prod(t.element))}))
+        streams.append(Stream(f"{out}__{dma}", src, dma, tokens=t.tokens, width=t.token_bits, src_type=t, dst_type=t))
+    return DataflowGraph(kernels, streams)
