@@ -107,5 +107,19 @@ def _memory_summary(instance, solution) -> list[str]:
     return lines
 
 
+def _pipeline_summary(instance, solution) -> list[str]:
+    sec = solution.sections["pipeline"]
+    lines = [f"  {'stage':<10} {'time (s)':>9} {'objective':>12}  status    checks"]
+    for st in sec["stages"]:
+        obj = "-" if st.get("objective") is None else _fmt(st["objective"])
+        lines.append(f"  {st['name']:<10} {st['time_s']:>9.3f} {obj:>12}  {st['status']:<9} {'ok' if st['checks_ok'] else 'FAILED'}")
+    util = ", ".join(f"{s} {u:.0%}" for s, u in sec["slot_utilization"].items())
+    lines += [f"  total {sec['total_time_s']:.2f} s; estimated latency {sec['latency_cycles']} cycles",
+              f"  DRAM traffic {_bytes(sec['dram_bytes'])} (unfused {_bytes(sec['unfused_dram_bytes'])}); on-chip "
+              f"{_bytes(sec['onchip_bytes'])} (buffering every intermediate whole: {_bytes(sec['buffered_bytes'])})",
+              f"  FIFOs {sec['fifo_bits']} bits; peak slot utilisation {util}"]
+    return lines
+
+
 SECTION_SUMMARIES = {"fifo": _fifo_summary, "fusion": _fusion_summary, "converter": _converter_summary,
-                     "placement": _placement_summary, "memory": _memory_summary}
+                     "placement": _placement_summary, "pipeline": _pipeline_summary, "memory": _memory_summary}

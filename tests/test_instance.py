@@ -328,7 +328,7 @@ def test_schemas_are_valid_and_closed(kind: str):
     jsonschema.Draft202012Validator.check_schema(schema)
     open_objects = {"/$defs/kernel/properties/attrs", "/$defs/options/properties/schedule",
                     "/properties/stats", "/$defs/check/properties/details", "/$defs/fifo"}
-    open_objects |= {f"/$defs/options/properties/{p}" for p in ("mapping", "sparse", "tiling", "pipeline")}
+    open_objects |= {f"/$defs/options/properties/{p}" for p in ("mapping", "sparse", "tiling")}
     open_objects |= {f"/properties/{p}" for p in SECTION_NAMES if p != "fifo"}
     open_objects.add("/$defs/operators/properties/ops/items")   # closed per op kind by its if/then rules
     for where, sub in _subschemas(schema, ""):
