@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the solution JSON instead of a summary")
     p.add_argument("--plot", metavar="PNG", help="draw the solution: token curves and a Gantt chart (fifo), slots and crossing streams (placement)")
     p.add_argument("--plot-streams", metavar="S1,S2", help="streams to draw (default: the deepest)")
+    p.add_argument("--emit-dir", metavar="DIR", help="pipeline: write the HLS C++ project, its data and a "
+                                                     "Makefile whose 'make -C DIR csim' checks it against NumPy")
     _add_option_flags(p)
 
     p = sub.add_parser("check", help="re-run every checker on a solution file")
@@ -112,13 +114,22 @@ def cmd_solve(args) -> int:
     from dfopt.summary import solution_summary
 
     instance = load(args.instance)
+    if args.emit_dir and instance.problem != "pipeline":
+        raise InstanceError(f"--emit-dir writes the code of a pipeline design; {args.instance} is a "
+                            f"{instance.problem!r} instance")
     overrides = {name: getattr(args, name) for name in _option_fields() if getattr(args, name, None) is not None}
     solution = solve_instance(instance, **overrides)
+    if args.emit_dir and solution.ok:
+        from dfopt.pipeline import emit
+
+        emit(instance, solution, args.emit_dir)
     if args.output:
         write_json_atomic(args.output, solution.to_dict())
     if args.plot:
         _plot(instance, solution, args.plot, _split(args.plot_streams))
     _out(json.dumps(solution.to_dict(), indent=1) if args.json else solution_summary(instance, solution, args.output))
+    if args.emit_dir and solution.ok and not args.json:
+        _out(f"  HLS C++ written to {args.emit_dir}; run: make -C {args.emit_dir} csim")
     if not solution.ok:
         return EXIT_INTERNAL
     return EXIT_OK

@@ -15,7 +15,8 @@ run alone from Python on the same IR:
    counted at their physical channel width (a kernel's vector x dtype bits), memories bound by
    the memory stage's heuristic.
 
-Every stage's solution is checked by its own checker; :func:`run` collects per-stage time,
+Then :func:`emit` writes the HLS C++ project (``dfopt solve --emit-dir``). Every stage's
+solution is checked by its own checker; :func:`run` collects per-stage time,
 objective and checks. Stage solvers share ``time_limit`` (a third each for fusion, memory and
 placement).
 """
@@ -187,3 +188,20 @@ def run(opgraph, platform, name: str = "design", default_tile_size: int = 64, ov
     for s in stages:
         log.info("stage %s: %.2f s, objective %s, checks %s", s.name, s.time_s, s.objective, s.checks_ok)
     return PipelineResult(sized, stages, r.solution.sections["placement"]["slot"])
+
+
+def emit(instance, solution, out_dir) -> dict:
+    """Write the HLS C++ project of a solved pipeline instance into ``out_dir`` (atomically):
+    the operator graph tiled again with the solution's options (deterministic), FIFO depths of
+    the fifo stage mapped onto the emitted streams, kernels assigned to their placement slots.
+    Returns the emitter's summary."""
+    from dfopt.codegen.hls.emit import design_depths, emit_design
+    from dfopt.instance.convert import graph_from_dict
+    from dfopt.models.tiling.tiler import tile_graph
+
+    opts = solution.sections["pipeline"]["options"]
+    tiled = tile_graph(instance.operators, opts["default_tile_size"], opts["overall_unroll_size"])
+    fused = graph_from_dict(solution.sections["fusion"]["fused_graph"], validate=False)
+    depths = design_depths(fused, solution.sections["fifo"]["depths"])
+    slots = {k: s for k, s in solution.sections["placement"]["slot"].items() if k in tiled.kernels}
+    return emit_design(instance.operators, tiled, depths, out_dir, slots=slots, seed=solution.seed)

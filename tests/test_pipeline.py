@@ -75,3 +75,69 @@ def test_cli_solve_and_check(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "placement" in text and "estimated latency" in text
     assert main(["check", str(path), str(out)]) == 0
+
+
+# == HLS emission and software simulation ==========================================================
+
+needs_gxx = pytest.mark.skipif(__import__("shutil").which("g++") is None, reason="g++ is not installed")
+
+FORK_JOIN = {
+    "format": "dfopt-instance/1", "name": "fork-join", "problem": "pipeline", "platform": "u280",
+    "operators": {
+        "tensors": {"x": {"shape": [16, 16], "dtype": "f32"}},
+        "ops": [{"name": "act", "op": "relu", "inputs": ["x"], "output": "r"},
+                {"name": "mover", "op": "reshape", "inputs": ["x"], "output": "xr", "shape": [16, 16]},
+                {"name": "join", "op": "add", "inputs": ["r", "xr"], "output": "y"}],
+        "outputs": ["y"]},
+    "options": {"pipeline": {"default_tile_size": 4}},
+}
+
+
+def _csim(folder: Path) -> __import__("subprocess").CompletedProcess:
+    import subprocess
+
+    subprocess.run(["make", "-s", "-C", str(folder), "build"], check=True, capture_output=True, timeout=300)
+    return subprocess.run(["./csim"], cwd=folder, capture_output=True, text=True, timeout=120, check=False)
+
+
+@needs_gxx
+def test_emitted_design_matches_numpy_and_deadlocks_when_depths_are_cut(tmp_path):
+    from dfopt.pipeline import emit
+
+    inst = from_dict(FORK_JOIN)
+    sol = solve_instance(inst, time_limit=10)
+    assert sol.ok
+    emit(inst, sol, tmp_path / "solved")
+    run = _csim(tmp_path / "solved")
+    assert run.returncode == 0 and "PASS" in run.stdout
+    # the same design with every FIFO cut to 2 (below the solution on the branch the reshape delays)
+    deep = {k: v for k, v in sol.sections["fifo"]["depths"].items() if v > 2}
+    assert deep
+    cut = copy.deepcopy(sol)
+    cut.sections["fifo"]["depths"] = {k: 2 for k in sol.sections["fifo"]["depths"]}
+    emit(inst, cut, tmp_path / "cut")
+    run = _csim(tmp_path / "cut")
+    assert run.returncode == 3 and "DEADLOCK" in run.stderr
+
+
+@needs_gxx
+def test_cli_emit_dir_then_make_csim(tmp_path):
+    import subprocess
+
+    out = tmp_path / "mha"
+    path = ROOT / "instances" / "pipeline" / "mha.json"
+    assert main(["solve", str(path), "--time-limit", "10", "--default-tile-size", "16", "--emit-dir", str(out)]) == 0
+    assert {"top.cpp", "kernels.cpp", "tb.cpp", "Makefile", "floorplan.tcl"} <= {p.name for p in out.iterdir()}
+    make = subprocess.run(["make", "-s", "-C", str(out), "csim"], capture_output=True, text=True, timeout=600, check=False)
+    assert make.returncode == 0 and "PASS" in make.stdout
+
+
+def test_emit_dir_refuses_other_problems_and_unemittable_dtypes(tmp_path, capsys):
+    assert main(["solve", str(ROOT / "instances" / "placement" / "chain-u55c.json"), "--emit-dir", str(tmp_path / "x")]) == 2
+    data = copy.deepcopy(FORK_JOIN)
+    data["operators"]["tensors"]["x"]["dtype"] = "f16"
+    path = tmp_path / "f16.json"
+    path.write_text(json.dumps(data))
+    assert main(["solve", str(path), "--emit-dir", str(tmp_path / "f16")]) == 2
+    assert "f16 cannot be emitted" in capsys.readouterr().err
+    assert not (tmp_path / "f16").exists() and not (tmp_path / "x").exists()

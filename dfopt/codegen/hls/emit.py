@@ -1,0 +1,466 @@
+"""Emit a tiled dataflow graph as a self-contained Vitis-style HLS C++ project (DESIGN 5.7).
+
+Layout of ``out_dir``:
+
+- ``kernels.h`` / ``kernels.cpp``: the tile structs (one per dtype and tile size) and one function
+  per process: each kernel of the graph (``k_<kernel>``) and each layout converter
+  (``cvt_<stream>``, on every stream whose two ends stream different token sequences);
+- ``top.h`` / ``top.cpp``: ``void top(<one pointer per graph input, weight and output>)``, a
+  ``#pragma HLS dataflow`` region with one FIFO per stream (depth ``max(2, depths[stream])``)
+  and one ``DFOPT_PROCESS`` per process. A converted stream ``s`` becomes two FIFOs: ``s``
+  (producer -> converter) and ``s__cvt`` (converter -> consumer), each of its own depth
+  (``depths["s__cvt"]``, else ``s``'s; :func:`design_depths` maps a FIFO solution of the fused
+  design onto these names);
+- ``tb.cpp``: the test bench; reads ``data/<input>.bin``, runs ``top``, writes
+  ``data/<output>.out.bin`` and compares with ``data/<output>.ref.bin`` within the dtype's
+  :data:`dfopt.reference.TOLERANCES`; exit 0 on a match, 1 on a mismatch, 2 on a missing file;
+- ``data/``: inputs from :func:`dfopt.reference.random_inputs` and the reference outputs of
+  :func:`dfopt.reference.evaluate`, raw little-endian (``numpy.tofile``);
+- ``include/``: the simulation runtime headers (``make csim`` runs the processes concurrently
+  over bounded FIFOs: exit 3 on a deadlock, 4 on leftover tokens);
+- ``Makefile``: ``make build`` compiles ``./csim`` (from ``csim.cpp``, which includes the three
+  sources as one translation unit), ``make csim`` compiles and runs it;
+- ``floorplan.tcl`` (with ``slots``): one Vivado ``USER_SLR_ASSIGNMENT`` per process, on the
+  dataflow instance Vitis names ``<function>_U0``; a converter goes with its consumer.
+
+One top holds the whole design (fused groups as separate tops are not emitted yet).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from dfopt import reference
+from dfopt.codegen.hls import include_dir
+from dfopt.codegen.hls import kernels as K
+from dfopt.codegen.hls.kernels import CTYPES, Port, tile_struct
+from dfopt.errors import CodegenError
+from dfopt.ir.converter import same_stream
+
+COMPUTE = {"matmul": K.matmul, "add": K.elementwise, "mul": K.elementwise, "gelu": K.elementwise,
+           "silu": K.elementwise, "relu": K.elementwise, "softmax": K.row_op,
+           "layernorm": K.row_op, "rmsnorm": K.row_op}
+MOVERS = ("transpose", "reshape")
+HEADERS = ("hls_stream.h", "dfopt_dataflow.h", "dfopt_monitor.h")
+_KEYWORDS = {"auto", "break", "case", "char", "class", "const", "continue", "default", "delete",
+             "do", "double", "else", "enum", "float", "for", "if", "int", "long", "new", "return",
+             "short", "signed", "static", "struct", "switch", "template", "this", "top", "typedef",
+             "union", "unsigned", "void", "while", "main", "mem"}
+
+
+def ident(name: str) -> str:
+    """A C identifier for ``name``.
+
+    >>> ident("fc1.bias"), ident("2x"), ident("float")
+    ('fc1_bias', '_2x', 'float_')
+    """
+    out = re.sub(r"\W", "_", name)
+    if not out or out[0].isdigit():
+        out = "_" + out
+    return out + "_" if out in _KEYWORDS else out
+
+
+def check_dtypes(opgraph) -> None:
+    """:class:`CodegenError` naming the first op (or graph tensor) whose dtype is not emitted."""
+    supported = ", ".join(CTYPES)
+    for op in opgraph.ops:
+        dtype = opgraph.tensors[op.output].dtype
+        if dtype not in CTYPES:
+            raise CodegenError(f"op {op.name}: dtype {dtype} cannot be emitted by the HLS target "
+                               f"({supported})")
+    for name in opgraph.inputs:
+        dtype = opgraph.tensors[name].dtype
+        if dtype not in CTYPES:
+            raise CodegenError(f"tensor {name}: dtype {dtype} cannot be emitted by the HLS target "
+                               f"({supported})")
+
+
+class _Design:
+    """The processes and FIFOs of one top, derived from the graphs; :meth:`files` renders them."""
+
+    def __init__(self, opgraph, graph, depths: dict):
+        self.opgraph, self.graph = opgraph, graph
+        self.tiles: dict[str, str] = {}          # struct name -> C type
+        self.functions: list[list[str]] = []     # definitions
+        self.decls: list[str] = []
+        self.calls: list[str] = []               # DFOPT_PROCESS arguments
+        self.fifos: list[tuple[str, str, str, int]] = []   # (var, name, tile, depth)
+        self.process_slot_of: dict[str, str] = {}          # function -> kernel whose slot it takes
+        self.converters: list[str] = []
+        self.tensor_of = {}
+        for k in graph.kernels.values():
+            self.tensor_of[k.name] = k.attrs.get("output", k.attrs.get("tensor"))
+        self.fn = {name: "k_" + ident(name) for name in graph.kernels}
+        self.var = {name: "s_" + ident(name) for name in graph.streams}
+        self._unique(list(self.fn.values()), "kernel functions")
+        self._unique(list(self.var.values()), "streams")
+        self.ins = {k: [] for k in graph.kernels}        # kernel -> [(stream var, Port)]
+        self.in_tensor: dict[str, str] = {}              # consumer-side FIFO var -> tensor
+        self.outs = {k: [] for k in graph.kernels}
+        for s in graph.streams.values():
+            self._wire(s, _depth(depths, s.name), _depth(depths, s.name + "__cvt", s.name))
+        for k in graph.kernels.values():
+            self._kernel(k)
+
+    @staticmethod
+    def _unique(names: list, what: str) -> None:
+        seen = set()
+        for n in names:
+            if n in seen:
+                raise CodegenError(f"two {what} map to the C name {n!r}; rename one of them")
+            seen.add(n)
+
+    def _port(self, t) -> Port:
+        if t.dtype not in CTYPES:
+            raise CodegenError(f"stream type {t}: dtype {t.dtype} cannot be emitted by the HLS "
+                               f"target ({', '.join(CTYPES)})")
+        name = tile_struct(t.dtype, t.element_count)
+        self.tiles[name] = CTYPES[t.dtype]
+        return Port(name, t)
+
+    def _wire(self, s, depth: int, cvt_depth: int) -> None:
+        if s.src_type is None or s.dst_type is None:
+            raise CodegenError(f"stream {s.name}: needs src_type and dst_type (itensor types) to be "
+                               "emitted; tile the graph with dfopt.models.tiling.tile_graph")
+        src, dst = self._port(s.src_type), self._port(s.dst_type)
+        var = self.var[s.name]
+        self.fifos.append((var, s.name, src.tile, depth))
+        self.outs[s.src].append((var, src))
+        if same_stream(s.src_type, s.dst_type):
+            self.ins[s.dst].append((var, dst))
+            self.in_tensor[var] = self.tensor_of[s.src]
+            return
+        fn, out_var = "cvt_" + ident(s.name), var + "__cvt"
+        self.fifos.append((out_var, s.name + "__cvt", dst.tile, cvt_depth))
+        self.functions.append(K.converter(fn, src, dst, CTYPES[s.src_type.dtype]))
+        self.decls.append(K.signature(fn, [src], [dst]) + ";")
+        self.calls.append(f"{fn}({var}, {out_var})")
+        self.process_slot_of[fn] = s.dst
+        self.converters.append(fn)
+        self.ins[s.dst].append((out_var, dst))
+        self.in_tensor[out_var] = self.tensor_of[s.src]
+
+    def _kernel(self, k) -> None:
+        fn = self.fn[k.name]
+        ins, outs = self.ins[k.name], self.outs[k.name]
+        if k.op != "dma_in" and k.op != "dma_out":
+            ins = self._order_inputs(k, ins)
+        in_ports, out_ports = [p for _, p in ins], [p for _, p in outs]
+        args = [v for v, _ in ins] + [v for v, _ in outs]
+        if k.op == "dma_in":
+            self._need(k, ins=0, outs=1)
+            tensor = k.attrs["tensor"]
+            ctype = CTYPES[self.opgraph.tensors[tensor].dtype]
+            lines = K.dma_in(fn, out_ports, ctype)
+            decl = K.signature(fn, [], out_ports, f"const {ctype}* mem", mem_first=True)
+            args = [ident(tensor)] + args
+        elif k.op == "dma_out":
+            self._need(k, ins=1, outs=0)
+            tensor = k.attrs["tensor"]
+            ctype = CTYPES[self.opgraph.tensors[tensor].dtype]
+            lines = K.dma_out(fn, in_ports[0], ctype)
+            decl = K.signature(fn, in_ports, [], f"{ctype}* mem")
+            args = args + [ident(tensor)]
+        else:
+            op = self._op(k)
+            self._need(k, ins=1, outs=1)
+            ctype = CTYPES[self.opgraph.tensors[op.output].dtype]
+            if op.op in MOVERS:
+                lines = K.mover(fn, op, in_ports[0], out_ports, ctype)
+            else:
+                lines = COMPUTE[op.op](fn, k, op, in_ports, out_ports, ctype)
+            decl = K.signature(fn, in_ports, out_ports)
+        self.functions.append(lines)
+        self.decls.append(decl + ";")
+        self.calls.append(f"{fn}({', '.join(args)})")
+        self.process_slot_of[fn] = k.name
+
+    def _op(self, k):
+        try:
+            op = self.opgraph.op(k.name)
+        except KeyError as err:
+            raise CodegenError(f"kernel {k.name} ({k.op}): no op of that name in the operator "
+                               "graph; expected the graph that tile_graph was given") from err
+        if op.op not in COMPUTE and op.op not in MOVERS:
+            raise CodegenError(f"op {op.name}: kind {op.op} cannot be emitted by the HLS target")
+        return op
+
+    def _order_inputs(self, k, ins: list) -> list:
+        """Input streams in the op's input order (one per distinct input tensor)."""
+        by_tensor = {self.in_tensor[var]: (var, port) for var, port in ins}
+        wanted = list(dict.fromkeys(k.attrs.get("inputs", [])))
+        missing = [t for t in wanted if t not in by_tensor]
+        if missing:
+            raise CodegenError(f"kernel {k.name}: no stream brings input {missing[0]!r}")
+        return [by_tensor[t] for t in wanted]
+
+    def _need(self, k, ins: int, outs: int) -> None:
+        """At least ``outs`` output streams; exactly ``ins`` inputs for a DMA, at least 1 else."""
+        n_in, n_out = len(self.ins[k.name]), len(self.outs[k.name])
+        ok_in = n_in == ins if k.op in ("dma_in", "dma_out") else n_in >= ins
+        if not ok_in or n_out < outs:
+            raise CodegenError(f"kernel {k.name} ({k.op}): has {n_in} input and {n_out} output "
+                               f"stream(s); expected {ins} input(s) and at least {outs} output(s)")
+
+    # -- files ------------------------------------------------------------------------------
+    def kernels_h(self) -> str:
+        lines = ["// Generated by dfopt: tile structs and dataflow processes.", "#pragma once",
+                 "#include <hls_stream.h>", ""]
+        for name, ctype in sorted(self.tiles.items()):
+            n = int(name.rsplit("_", 1)[1])
+            lines.append(f"struct {name} {{ {ctype} data[{n}]; }};")
+        return "\n".join(lines + ["", *self.decls, ""])
+
+    def kernels_cpp(self) -> str:
+        lines = ["// Generated by dfopt: one function per kernel and per layout converter.",
+                 "#include <cmath>", '#include "kernels.h"', ""]
+        for fn in self.functions:
+            lines += fn + [""]
+        return "\n".join(lines)
+
+    def top_params(self) -> list[str]:
+        params = []
+        for name in self.opgraph.inputs:
+            params.append(f"const {CTYPES[self.opgraph.tensors[name].dtype]}* {ident(name)}")
+        for name in self.opgraph.outputs:
+            params.append(f"{CTYPES[self.opgraph.tensors[name].dtype]}* {ident(name)}")
+        return params
+
+    def top_cpp(self) -> str:
+        lines = ["// Generated by dfopt: the dataflow top.", '#include "dfopt_dataflow.h"',
+                 '#include "kernels.h"', '#include "top.h"', "",
+                 f"void top({', '.join(self.top_params())}) {{"]
+        for name in list(self.opgraph.inputs) + list(self.opgraph.outputs):
+            lines.append(f"#pragma HLS interface m_axi port={ident(name)} offset=slave bundle=gmem_{ident(name)}")
+        lines += ["#pragma HLS dataflow", '  DFOPT_DATAFLOW_BEGIN("top");']
+        for var, name, tile, depth in self.fifos:
+            lines += [f'  hls::stream<{tile}> {var}("{name}");',
+                      f"#pragma HLS stream variable={var} depth={depth}",
+                      f"  DFOPT_STREAM_DEPTH({var}, {depth});"]
+        lines += [f"  DFOPT_PROCESS({call});" for call in self.calls]
+        lines += ["  DFOPT_DATAFLOW_END();", "}", ""]
+        return "\n".join(lines)
+
+    def top_h(self) -> str:
+        return "\n".join(["#pragma once", f"void top({', '.join(self.top_params())});", ""])
+
+
+TB_PRELUDE = r"""// Generated by dfopt: host test bench (exit 0: outputs match the NumPy reference).
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+#include "top.h"
+
+template <class T>
+static bool load(const std::string& path, std::vector<T>& v) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) { std::fprintf(stderr, "cannot open %s\n", path.c_str()); return false; }
+  const size_t got = std::fread(v.data(), sizeof(T), v.size(), f);
+  std::fclose(f);
+  if (got != v.size()) {
+    std::fprintf(stderr, "%s: expected %zu values, got %zu\n", path.c_str(), v.size(), got);
+    return false;
+  }
+  return true;
+}
+
+template <class T>
+static void save(const std::string& path, const std::vector<T>& v) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f) { std::fwrite(v.data(), sizeof(T), v.size(), f); std::fclose(f); }
+}
+
+// |got - ref| <= atol + rtol * |ref| elementwise (equal infinities, NaN against NaN: equal).
+template <class T>
+static bool check(const char* name, const std::vector<T>& got, const std::vector<T>& ref,
+                  double rtol, double atol) {
+  double max_err = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double e = ref[i], a = got[i];
+    if (a == e || (std::isnan(a) && std::isnan(e))) continue;
+    const double d = std::isnan(a - e) ? INFINITY : std::fabs(a - e);
+    if (d > max_err) max_err = d;
+    if (!(d <= atol + rtol * (std::isfinite(e) ? std::fabs(e) : 0.0))) ++bad;
+  }
+  std::printf("%s: max abs error %.3g, %zu of %zu outside tolerance (rtol %g, atol %g)\n",
+              name, max_err, bad, ref.size(), rtol, atol);
+  return bad == 0;
+}
+
+int main(int argc, char** argv) {
+  const std::string dir = argc > 1 ? argv[1] : "data";
+"""
+
+
+def _tb_cpp(opgraph) -> str:
+    tol = {dt: reference.TOLERANCES[dt] for dt in CTYPES}
+    lines = TB_PRELUDE.splitlines()
+    args = []
+    for name in opgraph.inputs:
+        spec = opgraph.tensors[name]
+        v = "in_" + ident(name)
+        lines += [f"  std::vector<{CTYPES[spec.dtype]}> {v}({spec.size});",
+                  f'  if (!load(dir + "/{name}.bin", {v})) return 2;']
+        args.append(f"{v}.data()")
+    for name in opgraph.outputs:
+        spec = opgraph.tensors[name]
+        v = "out_" + ident(name)
+        lines += [f"  std::vector<{CTYPES[spec.dtype]}> {v}({spec.size}), ref_{v}({spec.size});",
+                  f'  if (!load(dir + "/{name}.ref.bin", ref_{v})) return 2;']
+        args.append(f"{v}.data()")
+    lines += [f"  top({', '.join(args)});", "  bool ok = true;"]
+    for name in opgraph.outputs:
+        spec = opgraph.tensors[name]
+        v = "out_" + ident(name)
+        rtol, atol = tol[spec.dtype]
+        lines += [f'  save(dir + "/{name}.out.bin", {v});',
+                  f'  ok = check("{name}", {v}, ref_{v}, {rtol!r}, {atol!r}) && ok;']
+    lines += ['  std::printf(ok ? "PASS\\n" : "FAIL\\n");', "  return ok ? 0 : 1;", "}", ""]
+    return "\n".join(lines)
+
+
+CSIM_CPP = """\
+// Generated by dfopt: the software-simulation build as one translation unit.
+#include "kernels.cpp"
+#include "top.cpp"
+#include "tb.cpp"
+"""
+
+MAKEFILE = """\
+# Generated by dfopt. `make csim`: build and run the software simulation (exit 0: outputs match;
+# 1: mismatch; 2: missing data; 3: deadlock; 4: leftover tokens). `make build`: only build ./csim.
+# csim.cpp includes kernels.cpp, top.cpp and tb.cpp: one translation unit compiles faster.
+CXX ?= g++
+CXXFLAGS ?= -std=c++17 -O2 -pthread -Wno-unknown-pragmas
+SRCS = csim.cpp
+
+.PHONY: csim build clean
+build:
+\t$(CXX) $(CXXFLAGS) -Iinclude $(SRCS) -o csim
+
+csim: build
+\t./csim
+
+clean:
+\trm -f csim data/*.out.bin
+"""
+
+
+def _floorplan(design: _Design, slots: dict) -> str:
+    unknown = sorted(set(slots) - set(design.graph.kernels))
+    if unknown:
+        raise CodegenError(f"slots name unknown kernel {unknown[0]!r}; kernels: "
+                           f"{', '.join(design.graph.kernels)}")
+    lines = ["# Generated by dfopt: SLR assignment of the dataflow processes of top (Vivado",
+             "# USER_SLR_ASSIGNMENT on the instance Vitis names <function>_U0; converters follow",
+             "# their consumer). Source it in the Vivado implementation (pre-place) step."]
+    for fn, kernel in design.process_slot_of.items():
+        if kernel in slots:
+            lines.append(f"set_property USER_SLR_ASSIGNMENT {slots[kernel]} "
+                         f'[get_cells -hierarchical -filter {{NAME =~ "*/{fn}_U0"}}]')
+    return "\n".join(lines) + "\n"
+
+
+def _write_data(opgraph, data_dir: Path, seed: int) -> None:
+    data_dir.mkdir()
+    inputs = reference.random_inputs(opgraph, seed)
+    values = reference.evaluate(opgraph, inputs)
+    for name in opgraph.inputs:
+        dt = np.dtype(reference.STORAGE[opgraph.tensors[name].dtype]).newbyteorder("<")
+        np.ascontiguousarray(inputs[name], dtype=dt).tofile(data_dir / f"{name}.bin")
+    for name in opgraph.outputs:
+        dt = np.dtype(reference.STORAGE[opgraph.tensors[name].dtype]).newbyteorder("<")
+        np.ascontiguousarray(values[name], dtype=dt).tofile(data_dir / f"{name}.ref.bin")
+
+
+def _depth(depths: dict, name: str, fallback: str | None = None) -> int:
+    """The emitted depth of FIFO ``name`` (else ``fallback``'s): at least 2, the Vitis minimum."""
+    value = depths.get(name, depths.get(fallback, 2) if fallback else 2)
+    return max(2, int(value))
+
+
+def design_depths(fused_graph, fifo_depths: dict) -> dict:
+    """FIFO depths of the emitted design from a FIFO solution of the fused design: a stream the
+    fusion stage routed through a converter kernel (``s_in`` -> ``cvt_s`` -> ``s_out``) is emitted
+    as ``s`` and ``s__cvt``; every other stream keeps its name."""
+    out = dict(fifo_depths)
+    for k in fused_graph.kernels.values():
+        if k.op == "converter" and "stream" in k.attrs:
+            s = k.attrs["stream"]
+            out[s] = fifo_depths.get(f"{s}_in", 2)
+            out[s + "__cvt"] = fifo_depths.get(f"{s}_out", 2)
+    return out
+
+
+def emit_design(opgraph, graph, depths: dict | None, out_dir, slots: dict | None = None,
+                seed: int = 0) -> dict:
+    """Write the HLS C++ project of ``graph`` (tiled from ``opgraph`` by
+    :func:`dfopt.models.tiling.tiler.tile_graph`) into ``out_dir``; see the module docstring.
+
+    ``depths`` maps stream names to FIFO depths (at least 2 is emitted; absent: 2); ``slots``
+    maps kernel names to SLR names for ``floorplan.tcl``. The folder is built next to
+    ``out_dir`` and renamed into place at the end (an existing ``out_dir`` is replaced), so a
+    failed emission leaves no partial folder. Raises :class:`CodegenError` for a dtype other
+    than f32 / f64, an op kind or stream it cannot express. Returns a summary: ``out_dir``,
+    ``files``, ``kernels`` (process functions), ``converters``, ``streams`` (FIFO name -> depth).
+
+    >>> from dfopt.ir.opgraph import OpGraph
+    >>> from dfopt.models.tiling.tiler import tile_graph
+    >>> import tempfile, pathlib
+    >>> g = OpGraph.from_dict({"tensors": {"x": {"shape": [4, 8], "dtype": "f32"}},
+    ...     "ops": [{"name": "r", "op": "relu", "inputs": ["x"], "output": "y"}], "outputs": ["y"]})
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "relu"
+    >>> summary = emit_design(g, tile_graph(g, 4), {}, out)
+    >>> summary["kernels"], sorted(summary["streams"].items())
+    (['k_r', 'k_x_in', 'k_y_out'], [('x__r', 2), ('y__y_out', 2)])
+    """
+    check_dtypes(opgraph)
+    design = _Design(opgraph, graph, dict(depths or {}))
+    floorplan = _floorplan(design, slots) if slots else None
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        files = {"kernels.h": design.kernels_h(), "kernels.cpp": design.kernels_cpp(),
+                 "top.h": design.top_h(), "top.cpp": design.top_cpp(), "tb.cpp": _tb_cpp(opgraph),
+                 "csim.cpp": CSIM_CPP, "Makefile": MAKEFILE}
+        if floorplan is not None:
+            files["floorplan.tcl"] = floorplan
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+        (tmp / "include").mkdir()
+        for h in HEADERS:
+            shutil.copy(include_dir() / h, tmp / "include" / h)
+        _write_data(opgraph, tmp / "data", seed)
+        os.chmod(tmp, 0o755)
+        _replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"out_dir": str(out_dir),
+            "files": sorted(files) + [f"include/{h}" for h in HEADERS]
+            + [f"data/{n}.bin" for n in opgraph.inputs] + [f"data/{n}.ref.bin" for n in opgraph.outputs],
+            "kernels": sorted(fn for fn in design.process_slot_of if fn not in design.converters),
+            "converters": list(design.converters),
+            "streams": {name: depth for _, name, _, depth in design.fifos},
+            "tokens": {s.name: s.tokens for s in graph.streams.values()}}
+
+
+def _replace(tmp: Path, out_dir: Path) -> None:
+    """Rename ``tmp`` to ``out_dir``, replacing an existing folder."""
+    if out_dir.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+        old.rmdir()
+        out_dir.rename(old)
+        tmp.rename(out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(out_dir)

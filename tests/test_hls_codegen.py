@@ -1,0 +1,374 @@
+"""HLS C++ code generation: token orders, generated projects compiled with g++ and compared with
+the NumPy reference, FIFO depths that deadlock, and refused dtypes.
+
+Every project is emitted and built once per module (in parallel, ``make build``); each test then
+runs its ``./csim`` and checks the exit code (0 match, 1 mismatch, 3 deadlock).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from dfopt.codegen.hls import EXIT_DEADLOCK, include_dir
+from dfopt.codegen.hls.emit import emit_design
+from dfopt.codegen.hls.kernels import CTYPES, Port, converter, tile_struct
+from dfopt.codegen.hls.order import loop_nest, tile_order
+from dfopt.errors import CodegenError
+from dfopt.ir.itensor import ITensorType
+from dfopt.ir.opgraph import OpGraph
+from dfopt.models.tiling.tiler import tile_graph
+
+CXX = shutil.which("g++")
+MAKE = shutil.which("make")
+needs_gxx = pytest.mark.skipif(CXX is None or MAKE is None,
+                               reason="g++ and make are needed to build the generated C++")
+ROOT = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT = 60  # seconds; a hang is a failure
+
+
+# -- 1. token order --------------------------------------------------------------------------------
+
+FIG5_SRC = ITensorType("f32", (8, 8), (4, 2), (4, 2), (2, 4), (1, 0))
+
+
+def test_tile_order_column_major_tiles():
+    # loop d0 (4 x 2) drives data dim 1, loop d1 (2 x 4) drives data dim 0: rows vary fastest
+    assert list(tile_order(FIG5_SRC)) == [(0, 0), (4, 0), (0, 2), (4, 2),
+                                          (0, 4), (4, 4), (0, 6), (4, 6)]
+
+
+def test_tile_order_reuse_and_whole_dim():
+    # dim 0 by loop 0, dim 1 whole, loop 1 drives nothing: each tile sent twice
+    t = ITensorType("f32", (4, 6), (2, 6), (2, 2), (2, 1), (0, None))
+    assert list(tile_order(t)) == [(0, 0), (0, 0), (2, 0), (2, 0)]
+    # the reuse loop outermost: the whole sequence repeats
+    t = ITensorType("f32", (4, 6), (2, 3), (3, 2, 2), (1, 2, 3), (1, 2))
+    assert list(tile_order(t)) == [(0, 0), (0, 3), (2, 0), (2, 3)] * 3
+    assert sum(1 for _ in tile_order(t)) == t.tokens
+
+
+def test_tile_order_matmul_operand():
+    # A of C[i,j] += A[i,k] B[k,j], loops (i, j, k) 2x2x2 over 4x4 tiles of 2: A re-read per j
+    a = ITensorType("f32", (4, 4), (2, 2), (2, 2, 2), (2, 2, 2), (0, 2))
+    assert list(tile_order(a)) == [(0, 0), (0, 2), (0, 0), (0, 2), (2, 0), (2, 2), (2, 0), (2, 2)]
+
+
+@needs_gxx
+def test_cpp_loop_nest_follows_tile_order(tmp_path):
+    types = [FIG5_SRC, ITensorType("f32", (4, 6), (2, 3), (3, 2, 2), (1, 2, 3), (1, 2)),
+             ITensorType("f32", (2, 4, 6), (1, 4, 2), (2, 3), (1, 2), (0, None, 1))]
+    lines = ["#include <cstdio>", "int main() {"]
+    for n, t in enumerate(types):
+        emit = "std::printf(\"%d" + " %d" * len(t.shape) + "\\n\", " + str(n) + "".join(
+            f", o{d}" for d in range(len(t.shape))) + ");"
+        lines += ["{", *loop_nest(t, "i", [emit]), "}"]
+    src = tmp_path / "order.cpp"
+    src.write_text("\n".join(lines + ["}"]))
+    subprocess.run([CXX, "-std=c++17", str(src), "-o", str(tmp_path / "order")], check=True, timeout=60)
+    out = subprocess.run([str(tmp_path / "order")], capture_output=True, text=True, check=True).stdout
+    got = [tuple(int(v) for v in line.split()) for line in out.splitlines()]
+    assert got == [(n, *o) for n, t in enumerate(types) for o in tile_order(t)]
+
+
+# -- graphs ---------------------------------------------------------------------------------------
+
+def _t(shape, dtype="f32", kind=None):
+    d = {"shape": list(shape), "dtype": dtype}
+    if kind:
+        d["kind"] = kind
+    return d
+
+
+def ffn_graph() -> OpGraph:
+    return OpGraph.from_dict({
+        "tensors": {"x": _t([32, 16]), "w1": _t([16, 32], kind="weight"), "b1": _t([32], kind="weight"),
+                    "w2": _t([32, 16], kind="weight"), "b2": _t([16], kind="weight")},
+        "ops": [{"name": "fc1", "op": "matmul", "inputs": ["x", "w1"], "output": "h"},
+                {"name": "fc1_bias", "op": "add", "inputs": ["h", "b1"], "output": "hb"},
+                {"name": "act", "op": "gelu", "inputs": ["hb"], "output": "g"},
+                {"name": "fc2", "op": "matmul", "inputs": ["g", "w2"], "output": "y0"},
+                {"name": "fc2_bias", "op": "add", "inputs": ["y0", "b2"], "output": "y"}],
+        "outputs": ["y"]})
+
+
+def attention_graph() -> OpGraph:
+    """2 heads of 4, sequence 8: projections, split and transpose heads, q k^T / 2, softmax,
+    context, merge heads, output projection."""
+    ops = []
+    for p in "qkv":
+        ops += [{"name": f"{p}_proj", "op": "matmul", "inputs": ["x", f"w{p}"], "output": p},
+                {"name": f"{p}_split", "op": "reshape", "inputs": [p], "output": f"{p}3", "shape": [8, 2, 4]},
+                {"name": f"{p}_heads", "op": "transpose", "inputs": [f"{p}3"], "output": f"{p}h", "perm": [1, 0, 2]}]
+    ops += [{"name": "scores", "op": "matmul", "inputs": ["qh", "kh"], "output": "s", "transpose_b": True,
+             "scale": 0.5},
+            {"name": "probs", "op": "softmax", "inputs": ["s"], "output": "p"},
+            {"name": "context", "op": "matmul", "inputs": ["p", "vh"], "output": "ch"},
+            {"name": "merge_heads", "op": "transpose", "inputs": ["ch"], "output": "c3", "perm": [1, 0, 2]},
+            {"name": "merge", "op": "reshape", "inputs": ["c3"], "output": "c", "shape": [8, 8]},
+            {"name": "o_proj", "op": "matmul", "inputs": ["c", "wo"], "output": "attn"}]
+    tensors = {"x": _t([8, 8])} | {f"w{p}": _t([8, 8], kind="weight") for p in "qkvo"}
+    return OpGraph.from_dict({"tensors": tensors, "ops": ops, "outputs": ["attn"]})
+
+
+def layernorm_graph() -> OpGraph:
+    """layernorm -> relu -> residual add (x fans out to the norm and the add)."""
+    return OpGraph.from_dict({
+        "tensors": {"x": _t([16, 32]), "gamma": _t([32], kind="weight"), "beta": _t([32], kind="weight")},
+        "ops": [{"name": "ln", "op": "layernorm", "inputs": ["x", "gamma", "beta"], "output": "n"},
+                {"name": "act", "op": "relu", "inputs": ["n"], "output": "r"},
+                {"name": "res", "op": "add", "inputs": ["r", "x"], "output": "y"}],
+        "outputs": ["y"]})
+
+
+def rmsnorm_graph(dtype: str = "f64") -> OpGraph:
+    """rmsnorm -> silu -> broadcast mul -> matmul (transposed A) -> two outputs."""
+    return OpGraph.from_dict({
+        "tensors": {"x": _t([16, 8], dtype), "g": _t([8], dtype, "weight"), "s": _t([8], dtype, "weight"),
+                    "w": _t([16, 4], dtype, "weight")},
+        "ops": [{"name": "rms", "op": "rmsnorm", "inputs": ["x", "g"], "output": "n"},
+                {"name": "act", "op": "silu", "inputs": ["n"], "output": "a"},
+                {"name": "scale", "op": "mul", "inputs": ["a", "s"], "output": "m"},
+                {"name": "proj", "op": "matmul", "inputs": ["m", "w"], "output": "y", "transpose_a": True}],
+        "outputs": ["y", "m"]})
+
+
+def fork_join_graph() -> OpGraph:
+    """x -> relu -> add and x -> reshape (buffers all of x) -> add: the add waits for the
+    reshape's first tile while the relu branch must hold every tile of x."""
+    return OpGraph.from_dict({
+        "tensors": {"x": _t([16, 16])},
+        "ops": [{"name": "act", "op": "relu", "inputs": ["x"], "output": "r"},
+                {"name": "mover", "op": "reshape", "inputs": ["x"], "output": "xr", "shape": [16, 16]},
+                {"name": "join", "op": "add", "inputs": ["r", "xr"], "output": "y"}],
+        "outputs": ["y"]})
+
+
+def mha_graph() -> OpGraph:
+    return OpGraph.from_dict(json.loads((ROOT / "instances/pipeline/mha.json").read_text())["operators"])
+
+
+def _generous(graph) -> dict:
+    return {name: s.tokens for name, s in graph.streams.items()}
+
+
+#: name -> (opgraph factory, tile size, depths: None = all 2, "generous" = tokens per stream)
+DESIGNS = {
+    "ffn": (ffn_graph, 8, None),
+    "attention": (attention_graph, 4, None),
+    "layernorm": (layernorm_graph, 8, None),
+    "rmsnorm_f64": (rmsnorm_graph, 4, None),
+    "fork_join_depth2": (fork_join_graph, 4, None),
+    "fork_join_generous": (fork_join_graph, 4, "generous"),
+    "mha_full_size": (mha_graph, 16, None),
+}
+
+
+#: the designs checked with the literal ``make csim`` (Makefile defaults, -O2); the others are
+#: built with ``make build`` at -O1, which compiles faster
+MAKE_CSIM = ("ffn",)
+FAST_FLAGS = "CXXFLAGS=-std=c++17 -O1 -pthread -Wno-unknown-pragmas"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Every design emitted and built in parallel: name -> (dir, summary, make's result)."""
+    if CXX is None or MAKE is None:
+        pytest.skip("g++ and make are needed to build the generated C++")
+    root = tmp_path_factory.mktemp("hls_designs")
+    emitted = {}
+    for name, (factory, tile, depths) in DESIGNS.items():
+        g = factory()
+        dg = tile_graph(g, default_tile_size=tile, overall_unroll_size=64)
+        d = _generous(dg) if depths == "generous" else {}
+        emitted[name] = (root / name, emit_design(g, dg, d, root / name, seed=0))
+
+    def build(name: str):
+        args = ["csim"] if name in MAKE_CSIM else ["build", FAST_FLAGS]
+        return subprocess.run([MAKE, "-C", str(emitted[name][0]), *args], capture_output=True,
+                              text=True, timeout=300, check=False)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = dict(zip(emitted, pool.map(build, list(emitted))))
+    return {name: (emitted[name][0], emitted[name][1], results[name]) for name in emitted}
+
+
+def _run(built, name: str) -> subprocess.CompletedProcess:
+    path, _, build = built[name]
+    assert build.returncode == 0, build.stderr[-3000:]
+    return subprocess.run(["./csim"], cwd=path, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                          check=False)
+
+
+# -- 2. designs match NumPy -------------------------------------------------------------------------
+
+def test_make_csim_passes(built):
+    path, _, make = built["ffn"]
+    assert make.returncode == 0, make.stdout[-2000:] + make.stderr[-3000:]
+    assert "PASS" in make.stdout
+    assert (path / "data" / "y.out.bin").stat().st_size == 32 * 16 * 4
+
+
+@pytest.mark.parametrize("name", ["ffn", "attention", "layernorm", "rmsnorm_f64", "mha_full_size"])
+def test_design_matches_numpy(built, name):
+    run = _run(built, name)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "PASS" in run.stdout and "outside tolerance" in run.stdout
+
+
+def test_converters_and_layout(built):
+    path, summary, _ = built["attention"]
+    assert summary["converters"], "the heads transposes feed the score matmul through converters"
+    for f in ("kernels.h", "kernels.cpp", "top.cpp", "tb.cpp", "Makefile", "include/hls_stream.h",
+              "data/x.bin", "data/attn.ref.bin"):
+        assert (path / f).is_file(), f
+    top = (path / "top.cpp").read_text()
+    assert "#pragma HLS dataflow" in top and "DFOPT_DATAFLOW_END();" in top
+    assert top.count("DFOPT_PROCESS(") == len(summary["kernels"]) + len(summary["converters"])
+    assert re.search(r'hls::stream<tile_f32_\d+> s_qh__scores\("qh__scores"\);', top)
+    assert "#pragma HLS interface m_axi port=wq" in top
+
+
+def test_mismatch_is_reported(built, tmp_path):
+    path, _, _ = built["ffn"]
+    copy = tmp_path / "ffn"
+    shutil.copytree(path, copy)
+    ref = copy / "data" / "y.ref.bin"
+    raw = bytearray(ref.read_bytes())
+    raw[0:4] = b"\x00\x00\x80\x7f"  # +inf: no result matches it
+    ref.write_bytes(bytes(raw))
+    run = subprocess.run(["./csim"], cwd=copy, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                         check=False)
+    assert run.returncode == 1 and "FAIL" in run.stdout
+
+
+# -- 3. depths ------------------------------------------------------------------------------------
+
+def test_depth_2_deadlocks_the_fork_join(built):
+    run = _run(built, "fork_join_depth2")
+    assert run.returncode == EXIT_DEADLOCK, run.stdout + run.stderr
+    assert "DEADLOCK" in run.stderr
+
+
+def test_generous_depths_pass_the_fork_join(built):
+    _, summary, _ = built["fork_join_generous"]
+    assert summary["streams"]["r__join"] == 16  # every token of r
+    run = _run(built, "fork_join_generous")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_depths_are_emitted_at_least_2(tmp_path):
+    g = fork_join_graph()
+    dg = tile_graph(g, 4)
+    summary = emit_design(g, dg, {"r__join": 1, "x__act": 5}, tmp_path / "d")
+    top = (tmp_path / "d" / "top.cpp").read_text()
+    assert summary["streams"]["r__join"] == 2 and summary["streams"]["xr__join"] == 2
+    assert "#pragma HLS stream variable=s_x__act depth=5" in top and "DFOPT_STREAM_DEPTH(s_x__act, 5);" in top
+
+
+# -- 4. errors and atomic output --------------------------------------------------------------------
+
+def test_f16_is_refused_and_leaves_no_folder(tmp_path):
+    g = OpGraph.from_dict({"tensors": {"x": _t([8, 4], "f16"), "w": _t([4, 4], "f16", "weight")},
+                           "ops": [{"name": "fc1", "op": "matmul", "inputs": ["x", "w"], "output": "y"}],
+                           "outputs": ["y"]})
+    with pytest.raises(CodegenError, match=r"op fc1: dtype f16 cannot be emitted by the HLS target \(f32, f64\)"):
+        emit_design(g, tile_graph(g, 4), {}, tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failure_keeps_an_existing_folder_and_no_temp(tmp_path):
+    g = fork_join_graph()
+    dg = tile_graph(g, 4)
+    emit_design(g, dg, {}, tmp_path / "out")
+    with pytest.raises(CodegenError, match="unknown kernel 'nope'"):
+        emit_design(g, dg, {}, tmp_path / "out", slots={"nope": "SLR0"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (tmp_path / "out" / "top.cpp").is_file()
+
+
+def test_floorplan(tmp_path):
+    g = attention_graph()
+    dg = tile_graph(g, 4)
+    slots = {k: ("SLR0" if i % 2 else "SLR1") for i, k in enumerate(dg.kernels)}
+    summary = emit_design(g, dg, {}, tmp_path / "fp", slots=slots)
+    plan = (tmp_path / "fp" / "floorplan.tcl").read_text()
+    assert "floorplan.tcl" in summary["files"]
+    assert f'set_property USER_SLR_ASSIGNMENT {slots["scores"]} [get_cells -hierarchical -filter ' \
+           '{NAME =~ "*/k_scores_U0"}]' in plan
+    # a converter sits with its consumer
+    assert f'{slots["scores"]} [get_cells -hierarchical -filter {{NAME =~ "*/cvt_qh__scores_U0"}}]' in plan
+    assert plan.count("set_property") == len(summary["kernels"]) + len(summary["converters"])
+
+
+# -- converters, in isolation ---------------------------------------------------------------------
+
+CONVERSIONS = [
+    # paper Fig. 5: column-major 4x2 tiles -> row-major with each column block read twice
+    (FIG5_SRC, ITensorType("f32", (8, 8), (4, 2), (4, 2, 2), (2, 1, 4), (2, 0))),
+    # tile loops of tripcount 1, whole-row tiles -> 1x2x2 tiles re-sent per outer loop
+    (ITensorType("f32", (2, 4, 4), (1, 2, 4), (2, 1, 2), (1, 4, 2), (0, 2, None)),
+     ITensorType("f32", (2, 4, 4), (1, 2, 2), (2, 3, 2, 2), (1, 1, 2, 2), (0, 2, 3))),
+    # different tile shapes, no shared loop: the whole tensor is buffered
+    (ITensorType("f64", (4, 6), (2, 3), (2, 2), (2, 3), (0, 1)),
+     ITensorType("f64", (4, 6), (4, 1), (6,), (1,), (None, 0))),
+]
+
+
+@needs_gxx
+def test_converters_reorder_tiles(tmp_path):
+    """Each converter gets its source tokens (element value = flat index in the tensor) and must
+    emit exactly the destination order's tiles."""
+    def tiles(t):
+        strides = [math.prod(t.shape[d + 1:]) for d in range(len(t.shape))]
+        out = []
+        for offs in tile_order(t):
+            out.append([sum((o + e) * s for o, e, s in zip(offs, idx, strides))
+                        for idx in _indices(t.element)])
+        return out
+
+    lines = ["#include <cstdio>", "#include <hls_stream.h>"]
+    structs, body = set(), []
+    for n, (src, dst) in enumerate(CONVERSIONS):
+        ps = Port(tile_struct(src.dtype, src.element_count), src)
+        pd = Port(tile_struct(dst.dtype, dst.element_count), dst)
+        for p in (ps, pd):
+            if p.tile not in structs:
+                structs.add(p.tile)
+                lines.append(f"struct {p.tile} {{ {CTYPES[p.itype.dtype]} data[{p.itype.element_count}]; }};")
+        lines += converter(f"cvt{n}", ps, pd, CTYPES[src.dtype])
+        flat = [v for tile in tiles(src) for v in tile]
+        body += ["{", f"  static const double src[] = {{{', '.join(map(str, flat))}}};",
+                 f"  hls::stream<{ps.tile}> a; hls::stream<{pd.tile}> b;",
+                 f"  for (int t = 0; t < {src.tokens}; ++t) {{ {ps.tile} x;",
+                 f"    for (int e = 0; e < {src.element_count}; ++e) x.data[e] = src[t * {src.element_count} + e];",
+                 "    a.write(x); }",
+                 f"  cvt{n}(a, b);",
+                 f"  for (int t = 0; t < {dst.tokens}; ++t) {{ {pd.tile} y = b.read();",
+                 f"    for (int e = 0; e < {dst.element_count}; ++e) std::printf(\"%g \", (double)y.data[e]);",
+                 "    std::printf(\"\\n\"); }",
+                 "  std::printf(\"--\\n\");", "}"]
+    src_file = tmp_path / "cvt.cpp"
+    src_file.write_text("\n".join(lines + ["int main() {", *body, "}"]))
+    subprocess.run([CXX, "-std=c++17", "-O0", "-pthread", "-Wno-unknown-pragmas", "-I", str(include_dir()),
+                    str(src_file), "-o", str(tmp_path / "cvt")], check=True, timeout=120)
+    out = subprocess.run([str(tmp_path / "cvt")], capture_output=True, text=True, check=True,
+                         timeout=RUN_TIMEOUT).stdout
+    blocks = out.split("--\n")[:-1]
+    assert len(blocks) == len(CONVERSIONS)
+    for block, (_, dst) in zip(blocks, CONVERSIONS):
+        got = [[int(float(v)) for v in line.split()] for line in block.splitlines()]
+        assert got == tiles(dst)
+
+
+def _indices(shape):
+    return itertools.product(*(range(n) for n in shape))
