@@ -160,7 +160,7 @@ class PipelineResult:
 
 def run(opgraph, platform, name: str = "design", default_tile_size: int = 64, overall_unroll_size: int = 1024,
         time_limit: float = 60.0, seed: int = 0, fusion_formulation: str | None = None,
-        placement_formulation: str | None = None) -> PipelineResult:
+        placement_formulation: str | None = None, c_max: int | None = None) -> PipelineResult:
     """Every stage in order; raises the stage's error (with the stage named) when one fails."""
     from dfopt.errors import DfoptError
 
@@ -178,7 +178,8 @@ def run(opgraph, platform, name: str = "design", default_tile_size: int = 64, ov
 
     tiled, r = step("tiling", tiling_stage, opgraph, default_tile_size, overall_unroll_size)
     stages.append(r)
-    fused, r = step("fusion", fusion_stage, tiled, platform, name, formulation=fusion_formulation, **share)
+    fused, r = step("fusion", fusion_stage, tiled, platform, name, formulation=fusion_formulation, c_max=c_max,
+                    **share)
     stages.append(r)
     sized, r = step("fifo", fifo_stage, fused, name)
     stages.append(r)

@@ -36,6 +36,7 @@ class Options(CommonOptions):
     overall_unroll_size: int = 1024
     fusion_formulation: str | None = None
     placement_formulation: str | None = None
+    c_max: int | None = None            # fusion capacity in bytes (default: the platform's on-chip bytes)
 
 
 def _validate(instance, options: Options) -> None:
@@ -60,7 +61,7 @@ def solve(instance, options: Options) -> Solution:
                           default_tile_size=options.default_tile_size,
                           overall_unroll_size=options.overall_unroll_size, time_limit=options.time_limit,
                           seed=options.seed, fusion_formulation=options.fusion_formulation,
-                          placement_formulation=options.placement_formulation)
+                          placement_formulation=options.placement_formulation, c_max=options.c_max)
     by = {s.name: s for s in result.stages}
     sections = {p: by[p].solution.sections[p] for p in STAGE_PROBLEMS}
     fusion, fifo = by["fusion"].details, by["fifo"].details
@@ -72,7 +73,8 @@ def solve(instance, options: Options) -> Solution:
         "onchip_bytes": fusion["onchip_bytes"], "buffered_bytes": fusion["buffered_bytes"],
         "fifo_bits": fifo["total_bits"],
         "slot_utilization": by["placement"].details["slot_utilization"],
-        "options": {"default_tile_size": options.default_tile_size, "overall_unroll_size": options.overall_unroll_size},
+        "options": {"default_tile_size": options.default_tile_size, "overall_unroll_size": options.overall_unroll_size,
+                    "c_max": options.c_max},
     }
     solution = Solution(instance=instance.name, problem="pipeline", status="feasible",
                         objective=float(fifo["makespan"]), formulation="staged",
