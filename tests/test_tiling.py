@@ -98,3 +98,21 @@ def test_the_tiled_graph_feeds_fusion_and_fifo_sizing():
 def test_lane_budget_is_respected(budget):
     g = tile_graph(OpGraph.from_dict(ATTN), default_tile_size=16, overall_unroll_size=budget)
     assert sum(k.attrs["lanes"] for k in g.kernels.values() if "lanes" in k.attrs) <= max(budget, 5)
+
+
+def test_cost_model_formulas():
+    mm = costs.matmul_cost("f32", 32, 32, 16, k_steps=4, lanes=64)
+    assert mm.ii == 4 * (32 * 32 * 16 // 64) and mm.delay == mm.ii + costs.PIPELINE_DEPTH
+    assert mm.resources["dsp"] == 64 * costs.DSP_PER_MAC["f32"]
+    held = 32 * 32 * 4 + (16 * 32 + 32 * 16) * 4                      # accumulator + one A and one B tile
+    assert mm.resources["bytes"] == held and mm.resources["bram"] == -(-held // costs.BRAM36_BYTES)
+    assert costs.matmul_cost("i8", 8, 8, 8, 1, 64).resources["dsp"] == 32   # two 8-bit MACs per DSP
+    assert costs.matmul_cost("f32", 4, 4, 4, 1, 4096).ii == 1          # lanes capped by the tile's work
+    sm = costs.row_cost("softmax", "f32", row_elems=512, tile_elems=512, lanes=16)
+    assert sm.ii == costs.ROW_PASSES["softmax"] * 32 and sm.delay == 2 * 32 + costs.PIPELINE_DEPTH
+    ew = costs.elementwise_cost("add", "f32", 256, inputs=2, lanes=8)
+    assert ew.ii == 32 and ew.resources["bytes"] == 2 * 256 * 4
+    dma = costs.dma_cost("f32", 1024)
+    assert dma.ii == 4096 // costs.DMA_BYTES_PER_CYCLE and dma.resources["dsp"] == 0
+    move = costs.mover_cost("transpose", "f32", total_elems=4096, tile_elems=256, lanes=16)
+    assert move.resources["bytes"] == 4096 * 4 and move.delay > 16 * move.ii   # waits for the whole tensor
