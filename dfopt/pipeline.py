@@ -194,8 +194,10 @@ def run(opgraph, platform, name: str = "design", default_tile_size: int = 64, ov
 def emit(instance, solution, out_dir) -> dict:
     """Write the HLS C++ project of a solved pipeline instance into ``out_dir`` (atomically):
     the operator graph tiled again with the solution's options (deterministic), FIFO depths of
-    the fifo stage mapped onto the emitted streams, kernels assigned to their placement slots.
-    Returns the emitter's summary."""
+    the fifo stage mapped onto the emitted streams, kernels assigned to their placement slots,
+    one dataflow function per fused group (the fusion stage's groups restricted to the tiled
+    graph's kernels: its converter and DMA kernels are the emitter's own; a cut stream goes
+    through DRAM). Returns the emitter's summary."""
     from dfopt.codegen.hls.emit import design_depths, emit_design
     from dfopt.instance.convert import graph_from_dict
     from dfopt.models.tiling.tiler import tile_graph
@@ -205,4 +207,6 @@ def emit(instance, solution, out_dir) -> dict:
     fused = graph_from_dict(solution.sections["fusion"]["fused_graph"], validate=False)
     depths = design_depths(fused, solution.sections["fifo"]["depths"])
     slots = {k: s for k, s in solution.sections["placement"]["slot"].items() if k in tiled.kernels}
-    return emit_design(instance.operators, tiled, depths, out_dir, slots=slots, seed=solution.seed)
+    groups = [[k for k in members if k in tiled.kernels] for members in solution.sections["fusion"]["groups"]]
+    groups = [members for members in groups if members]
+    return emit_design(instance.operators, tiled, depths, out_dir, slots=slots, seed=solution.seed, groups=groups)

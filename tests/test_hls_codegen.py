@@ -170,7 +170,14 @@ DESIGNS = {
     "fork_join_depth2": (fork_join_graph, 4, None),
     "fork_join_generous": (fork_join_graph, 4, "generous"),
     "mha_full_size": (mha_graph, 16, None),
+    "ffn_groups": (ffn_graph, 8, None),
 }
+
+#: designs emitted with fused groups (one dataflow function per group, cut streams through DRAM):
+#: the ffn in three groups; act -> fc2 is cut and fc2 re-reads its A operand per n tile
+FFN_GROUPS = [["x_in", "w1_in", "b1_in", "fc1", "fc1_bias"], ["act"],
+              ["w2_in", "b2_in", "fc2", "fc2_bias", "y_out"]]
+GROUPED = {"ffn_groups": FFN_GROUPS}
 
 
 #: the designs checked with the literal ``make csim`` (Makefile defaults, -O2); the others are
@@ -190,7 +197,10 @@ def built(tmp_path_factory):
         g = factory()
         dg = tile_graph(g, default_tile_size=tile, overall_unroll_size=64)
         d = _generous(dg) if depths == "generous" else {}
-        emitted[name] = (root / name, emit_design(g, dg, d, root / name, seed=0))
+        extra = {}
+        if name in GROUPED:
+            extra = {"groups": GROUPED[name], "slots": {k: f"SLR{i % 3}" for i, k in enumerate(dg.kernels)}}
+        emitted[name] = (root / name, emit_design(g, dg, d, root / name, seed=0, **extra))
 
     def build(name: str):
         args = ["csim"] if name in MAKE_CSIM else ["build", FAST_FLAGS]
@@ -218,7 +228,7 @@ def test_make_csim_passes(built):
     assert (path / "data" / "y.out.bin").stat().st_size == 32 * 16 * 4
 
 
-@pytest.mark.parametrize("name", ["ffn", "attention", "layernorm", "rmsnorm_f64", "mha_full_size"])
+@pytest.mark.parametrize("name", ["ffn", "attention", "layernorm", "rmsnorm_f64", "mha_full_size", "ffn_groups"])
 def test_design_matches_numpy(built, name):
     run = _run(built, name)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -236,6 +246,51 @@ def test_converters_and_layout(built):
     assert top.count("DFOPT_PROCESS(") == len(summary["kernels"]) + len(summary["converters"])
     assert re.search(r'hls::stream<tile_f32_\d+> s_qh__scores\("qh__scores"\);', top)
     assert "#pragma HLS interface m_axi port=wq" in top
+
+
+def test_groups_one_dataflow_function_each_cut_streams_through_dram(built):
+    path, summary, _ = built["ffn_groups"]
+    dg = tile_graph(ffn_graph(), default_tile_size=8, overall_unroll_size=64)
+    g = dg.streams["g__fc2"]
+    assert g.src_type.tokens != g.dst_type.tokens   # fc2 re-reads its A operand per n tile
+    top = (path / "top.cpp").read_text()
+    assert summary["groups"] == ["group_0", "group_1", "group_2"]
+    for i in range(3):
+        assert top.count(f"void group_{i}(") == 1 and f'DFOPT_DATAFLOW_BEGIN("group_{i}");' in top
+    assert top.count("#pragma HLS dataflow") == 3 and top.count("DFOPT_DATAFLOW_END();") == 3
+    # top keeps its signature and runs the groups one after another
+    body = top[top.index("void top("):]
+    calls = [body.index(f"\n  group_{i}(") for i in range(3)]
+    assert calls == sorted(calls) and "DFOPT_DATAFLOW_BEGIN" not in body
+    assert (path / "top.h").read_text() == "#pragma once\nvoid top(const float* x, const float* w1, " \
+        "const float* b1, const float* w2, const float* b2, float* y);\n"
+    # the cut streams are DRAM buffers of the whole tensor, no converter: DRAM converts the layout
+    assert summary["dram_buffers"] == {"dram_hb__act": 32 * 32, "dram_g__fc2": 32 * 32}
+    assert "static float dram_g__fc2[1024];" in top and summary["converters"] == []
+    assert sorted(summary["dram_processes"]) == ["rd_g__fc2", "rd_hb__act", "wr_g__fc2", "wr_hb__act"]
+    assert {"g__fc2", "g__fc2__rd", "hb__act", "hb__act__rd"} <= set(summary["streams"])
+    group_1 = top[top.index("void group_1("):top.index("void group_2(")]
+    assert group_1.startswith("void group_1(const float* dram_hb__act, float* dram_g__fc2) {")
+    assert "#pragma HLS interface m_axi port=dram_g__fc2" in group_1
+    assert "DFOPT_PROCESS(rd_hb__act(dram_hb__act, s_hb__act__rd));" in group_1
+    assert "DFOPT_PROCESS(k_act(s_hb__act__rd, s_g__fc2));" in group_1
+    assert "DFOPT_PROCESS(wr_g__fc2(s_g__fc2, dram_g__fc2));" in group_1
+    # the floorplan places the DRAM movers with their kernels
+    plan = (path / "floorplan.tcl").read_text()
+    assert plan.count("set_property") == len(summary["kernels"]) + 4
+    assert '*/rd_g__fc2_U0' in plan
+
+
+def test_groups_in_a_bad_order_are_refused(tmp_path):
+    g = ffn_graph()
+    dg = tile_graph(g, default_tile_size=8, overall_unroll_size=64)
+    with pytest.raises(CodegenError, match=r"stream hb__act: group 0 \(act\) reads from group 1 \(fc1_bias\)"):
+        emit_design(g, dg, {}, tmp_path / "bad", groups=[FFN_GROUPS[1], FFN_GROUPS[0], FFN_GROUPS[2]])
+    with pytest.raises(CodegenError, match="kernel 'y_out' is in no group"):
+        emit_design(g, dg, {}, tmp_path / "bad", groups=[FFN_GROUPS[0], FFN_GROUPS[1], FFN_GROUPS[2][:-1]])
+    with pytest.raises(CodegenError, match="group 1 names unknown kernel 'nope'"):
+        emit_design(g, dg, {}, tmp_path / "bad", groups=[FFN_GROUPS[0], ["nope"], *FFN_GROUPS[1:]])
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_mismatch_is_reported(built, tmp_path):

@@ -132,6 +132,27 @@ def test_cli_emit_dir_then_make_csim(tmp_path):
     assert make.returncode == 0 and "PASS" in make.stdout
 
 
+@needs_gxx
+def test_cli_emit_dir_with_fused_groups_then_make_csim(tmp_path):
+    """A small c_max splits llama-block into fused groups: one dataflow function per group, the
+    cut streams through DRAM buffers, and the simulation still matches NumPy."""
+    import subprocess
+
+    out, sol = tmp_path / "llama", tmp_path / "llama.sol.json"
+    path = ROOT / "instances" / "pipeline" / "llama-block.json"
+    assert main(["solve", str(path), "--c-max", "1000000", "--time-limit", "20", "-o", str(sol),
+                 "--emit-dir", str(out)]) == 0
+    fusion = json.loads(sol.read_text())["fusion"]
+    assert len(fusion["groups"]) >= 2 and fusion["cut_streams"]
+    top = (out / "top.cpp").read_text()
+    for i in range(len(fusion["groups"])):
+        assert f"void group_{i}(" in top and f'DFOPT_DATAFLOW_BEGIN("group_{i}");' in top
+    for s in fusion["cut_streams"]:
+        assert f"dram_{s}[" in top
+    make = subprocess.run(["make", "-s", "-C", str(out), "csim"], capture_output=True, text=True, timeout=600, check=False)
+    assert make.returncode == 0 and "PASS" in make.stdout, make.stdout + make.stderr
+
+
 def test_emit_dir_refuses_other_problems_and_unemittable_dtypes(tmp_path, capsys):
     assert main(["solve", str(ROOT / "instances" / "placement" / "chain-u55c.json"), "--emit-dir", str(tmp_path / "x")]) == 2
     data = copy.deepcopy(FORK_JOIN)

@@ -23,11 +23,21 @@ Layout of ``out_dir``:
 - ``floorplan.tcl`` (with ``slots``): one Vivado ``USER_SLR_ASSIGNMENT`` per process, on the
   dataflow instance Vitis names ``<function>_U0``; a converter goes with its consumer.
 
-One top holds the whole design (fused groups as separate tops are not emitted yet).
+With ``groups`` (the fused groups, :func:`emit_design`), ``top.cpp`` holds one function
+``void group_<i>(...)`` per group, each its own ``#pragma HLS dataflow`` region
+(``DFOPT_DATAFLOW_BEGIN("group_<i>")``) with the FIFOs of its internal streams and ``m_axi``
+pointers for the graph tensors and DRAM buffers it touches; ``top`` (same signature) calls them
+one after another. A stream ``s`` cut between groups becomes a static array ``dram_<s>`` (the
+whole tensor, row-major) in ``top.cpp``: in the producer's group FIFO ``s`` feeds ``wr_<s>``
+(a ``dma_out`` in ``src_type`` order), in the consumer's group ``rd_<s>`` (a ``dma_in`` in
+``dst_type`` order, re-read tiles read again) feeds FIFO ``s__rd`` (depth ``depths["s__rd"]``,
+else ``s``'s); no converter is needed, DRAM converts the layout. Without ``groups`` one top holds
+the whole design as one dataflow region.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -84,8 +94,15 @@ def check_dtypes(opgraph) -> None:
 class _Design:
     """The processes and FIFOs of one top, derived from the graphs; :meth:`files` renders them."""
 
-    def __init__(self, opgraph, graph, depths: dict):
+    def __init__(self, opgraph, graph, depths: dict, groups: list | None = None):
         self.opgraph, self.graph = opgraph, graph
+        self.depths = depths
+        self.group_of = _group_of(graph, groups) if groups is not None else None
+        self.n_groups = len(groups) if groups is not None else 0
+        self.call_group: list[int] = []                    # group of each call (with groups)
+        self.fifo_group: list[int] = []                    # group of each FIFO (with groups)
+        self.drams: list[tuple[str, str, int, int, int]] = []  # (buffer, ctype, size, src g, dst g)
+        self.dram_procs: list[str] = []
         self.tiles: dict[str, str] = {}          # struct name -> C type
         self.functions: list[list[str]] = []     # definitions
         self.decls: list[str] = []
@@ -107,6 +124,9 @@ class _Design:
             self._wire(s, _depth(depths, s.name), _depth(depths, s.name + "__cvt", s.name))
         for k in graph.kernels.values():
             self._kernel(k)
+        if self.group_of is not None:
+            names = [ident(n) for n in list(opgraph.inputs) + list(opgraph.outputs)]
+            self._unique(names + [buf for buf, *_ in self.drams], "top arguments and DRAM buffers")
 
     @staticmethod
     def _unique(names: list, what: str) -> None:
@@ -130,21 +150,55 @@ class _Design:
                                "emitted; tile the graph with dfopt.models.tiling.tile_graph")
         src, dst = self._port(s.src_type), self._port(s.dst_type)
         var = self.var[s.name]
-        self.fifos.append((var, s.name, src.tile, depth))
+        self._fifo((var, s.name, src.tile, depth), s.src)
         self.outs[s.src].append((var, src))
+        if self.group_of is not None and self.group_of[s.src] != self.group_of[s.dst]:
+            self._cut(s, var, src, dst, _depth(self.depths, s.name + "__rd", s.name))
+            return
         if same_stream(s.src_type, s.dst_type):
             self.ins[s.dst].append((var, dst))
             self.in_tensor[var] = self.tensor_of[s.src]
             return
         fn, out_var = "cvt_" + ident(s.name), var + "__cvt"
-        self.fifos.append((out_var, s.name + "__cvt", dst.tile, cvt_depth))
+        self._fifo((out_var, s.name + "__cvt", dst.tile, cvt_depth), s.dst)
         self.functions.append(K.converter(fn, src, dst, CTYPES[s.src_type.dtype]))
         self.decls.append(K.signature(fn, [src], [dst]) + ";")
-        self.calls.append(f"{fn}({var}, {out_var})")
+        self._call(f"{fn}({var}, {out_var})", s.dst)
         self.process_slot_of[fn] = s.dst
         self.converters.append(fn)
         self.ins[s.dst].append((out_var, dst))
         self.in_tensor[out_var] = self.tensor_of[s.src]
+
+    def _fifo(self, fifo: tuple, kernel: str) -> None:
+        self.fifos.append(fifo)
+        if self.group_of is not None:
+            self.fifo_group.append(self.group_of[kernel])
+
+    def _call(self, call: str, kernel: str) -> None:
+        self.calls.append(call)
+        if self.group_of is not None:
+            self.call_group.append(self.group_of[kernel])
+
+    def _cut(self, s, var: str, src: Port, dst: Port, rd_depth: int) -> None:
+        """A stream between two groups: the producer's group stores its tokens (``src_type``
+        order) into the DRAM buffer ``dram_<s>`` (row-major, the whole tensor); the consumer's
+        group reads them back in ``dst_type`` order (re-read tiles included)."""
+        ctype = CTYPES[s.src_type.dtype]
+        buf, wr, rd = "dram_" + ident(s.name), "wr_" + ident(s.name), "rd_" + ident(s.name)
+        rd_var = var + "__rd"
+        self._fifo((rd_var, s.name + "__rd", dst.tile, rd_depth), s.dst)
+        self.functions.append(K.dma_out(wr, src, ctype))
+        self.decls.append(K.signature(wr, [src], [], f"{ctype}* mem") + ";")
+        self._call(f"{wr}({var}, {buf})", s.src)
+        self.functions.append(K.dma_in(rd, [dst], ctype))
+        self.decls.append(K.signature(rd, [], [dst], f"const {ctype}* mem", mem_first=True) + ";")
+        self._call(f"{rd}({buf}, {rd_var})", s.dst)
+        self.process_slot_of[wr], self.process_slot_of[rd] = s.src, s.dst
+        self.dram_procs += [wr, rd]
+        self.drams.append((buf, ctype, math.prod(int(n) for n in s.src_type.shape),
+                           self.group_of[s.src], self.group_of[s.dst]))
+        self.ins[s.dst].append((rd_var, dst))
+        self.in_tensor[rd_var] = self.tensor_of[s.src]
 
     def _kernel(self, k) -> None:
         fn = self.fn[k.name]
@@ -178,7 +232,7 @@ class _Design:
             decl = K.signature(fn, in_ports, out_ports)
         self.functions.append(lines)
         self.decls.append(decl + ";")
-        self.calls.append(f"{fn}({', '.join(args)})")
+        self._call(f"{fn}({', '.join(args)})", k.name)
         self.process_slot_of[fn] = k.name
 
     def _op(self, k):
@@ -232,7 +286,55 @@ class _Design:
             params.append(f"{CTYPES[self.opgraph.tensors[name].dtype]}* {ident(name)}")
         return params
 
+    def group_params(self, g: int) -> list[tuple[str, str]]:
+        """(C parameter, argument) of group ``g``: the graph tensors its DMA kernels touch (in
+        ``top``'s order), then the DRAM buffers of the cut streams it writes or reads."""
+        touched = {k.attrs["tensor"] for k in self.graph.kernels.values()
+                   if k.op in ("dma_in", "dma_out") and self.group_of[k.name] == g}
+        names = list(self.opgraph.inputs) + list(self.opgraph.outputs)
+        out = [(p, ident(n)) for p, n in zip(self.top_params(), names) if n in touched]
+        for buf, ctype, _, gs, gd in self.drams:
+            if gs == g:
+                out.append((f"{ctype}* {buf}", buf))
+            elif gd == g:
+                out.append((f"const {ctype}* {buf}", buf))
+        return out
+
+    def _region(self, name: str, fifos: list, calls: list) -> list[str]:
+        lines = ["#pragma HLS dataflow", f'  DFOPT_DATAFLOW_BEGIN("{name}");']
+        for var, fname, tile, depth in fifos:
+            lines += [f'  hls::stream<{tile}> {var}("{fname}");',
+                      f"#pragma HLS stream variable={var} depth={depth}",
+                      f"  DFOPT_STREAM_DEPTH({var}, {depth});"]
+        lines += [f"  DFOPT_PROCESS({call});" for call in calls]
+        return lines + ["  DFOPT_DATAFLOW_END();"]
+
+    def grouped_top_cpp(self) -> str:
+        lines = ["// Generated by dfopt: one dataflow function per fused group, run in order by top;",
+                 "// a stream between groups goes through a DRAM buffer (the whole tensor, row-major).",
+                 '#include "dfopt_dataflow.h"', '#include "kernels.h"', '#include "top.h"', ""]
+        for buf, ctype, size, gs, gd in self.drams:
+            lines.append(f"static {ctype} {buf}[{size}];   // group {gs} -> group {gd}")
+        if self.drams:
+            lines.append("")
+        calls = []
+        for g in range(self.n_groups):
+            params = self.group_params(g)
+            lines.append(f"void group_{g}({', '.join(p for p, _ in params)}) {{")
+            for _, arg in params:
+                lines.append(f"#pragma HLS interface m_axi port={arg} offset=slave bundle=gmem_{arg}")
+            fifos = [f for f, fg in zip(self.fifos, self.fifo_group) if fg == g]
+            procs = [c for c, cg in zip(self.calls, self.call_group) if cg == g]
+            lines += self._region(f"group_{g}", fifos, procs) + ["}", ""]
+            calls.append(f"  group_{g}({', '.join(a for _, a in params)});")
+        lines.append(f"void top({', '.join(self.top_params())}) {{")
+        for name in list(self.opgraph.inputs) + list(self.opgraph.outputs):
+            lines.append(f"#pragma HLS interface m_axi port={ident(name)} offset=slave bundle=gmem_{ident(name)}")
+        return "\n".join(lines + calls + ["}", ""])
+
     def top_cpp(self) -> str:
+        if self.group_of is not None:
+            return self.grouped_top_cpp()
         lines = ["// Generated by dfopt: the dataflow top.", '#include "dfopt_dataflow.h"',
                  '#include "kernels.h"', '#include "top.h"', "",
                  f"void top({', '.join(self.top_params())}) {{"]
@@ -381,6 +483,30 @@ def _write_data(opgraph, data_dir: Path, seed: int) -> None:
         np.ascontiguousarray(values[name], dtype=dt).tofile(data_dir / f"{name}.ref.bin")
 
 
+def _group_of(graph, groups: list) -> dict:
+    """Kernel -> index of its group; :class:`CodegenError` unless ``groups`` partitions the
+    kernels of ``graph`` in an order where every group reads only from groups before it."""
+    where: dict[str, int] = {}
+    for g, members in enumerate(groups):
+        if not members:
+            raise CodegenError(f"group {g} is empty")
+        for name in members:
+            if name not in graph.kernels:
+                raise CodegenError(f"group {g} names unknown kernel {name!r}")
+            if name in where:
+                raise CodegenError(f"kernel {name!r} is in group {where[name]} and group {g}")
+            where[name] = g
+    missing = [k for k in graph.kernels if k not in where]
+    if missing:
+        raise CodegenError(f"kernel {missing[0]!r} is in no group")
+    for s in graph.streams.values():
+        if where[s.src] > where[s.dst]:
+            raise CodegenError(f"stream {s.name}: group {where[s.dst]} ({s.dst}) reads from group "
+                               f"{where[s.src]} ({s.src}) after it; order the groups so that each "
+                               "reads only from groups before it")
+    return where
+
+
 def _depth(depths: dict, name: str, fallback: str | None = None) -> int:
     """The emitted depth of FIFO ``name`` (else ``fallback``'s): at least 2, the Vitis minimum."""
     value = depths.get(name, depths.get(fallback, 2) if fallback else 2)
@@ -397,16 +523,25 @@ def design_depths(fused_graph, fifo_depths: dict) -> dict:
             s = k.attrs["stream"]
             out[s] = fifo_depths.get(f"{s}_in", 2)
             out[s + "__cvt"] = fifo_depths.get(f"{s}_out", 2)
+        elif k.op == "dma_out" and "stream" in k.attrs:    # a cut stream: s_dram_w -> DRAM
+            s = k.attrs["stream"]
+            out[s] = fifo_depths.get(f"{s}_dram_w", 2)
+        elif k.op == "dma_in" and "stream" in k.attrs:     # DRAM -> s_dram_r
+            s = k.attrs["stream"]
+            out[s + "__rd"] = fifo_depths.get(f"{s}_dram_r", 2)
     return out
 
 
 def emit_design(opgraph, graph, depths: dict | None, out_dir, slots: dict | None = None,
-                seed: int = 0) -> dict:
+                seed: int = 0, groups: list[list[str]] | None = None) -> dict:
     """Write the HLS C++ project of ``graph`` (tiled from ``opgraph`` by
     :func:`dfopt.models.tiling.tiler.tile_graph`) into ``out_dir``; see the module docstring.
 
     ``depths`` maps stream names to FIFO depths (at least 2 is emitted; absent: 2); ``slots``
-    maps kernel names to SLR names for ``floorplan.tcl``. The folder is built next to
+    maps kernel names to SLR names for ``floorplan.tcl``. ``groups`` (kernel names per fused
+    group, each group reading only from groups before it) emits one dataflow function
+    ``group_<i>`` per group, run one after another by ``top``; a stream between two groups goes
+    through a DRAM buffer (FIFOs ``s`` and ``s__rd``, see the module docstring). The folder is built next to
     ``out_dir`` and renamed into place at the end (an existing ``out_dir`` is replaced), so a
     failed emission leaves no partial folder. Raises :class:`CodegenError` for a dtype other
     than f32 / f64, an op kind or stream it cannot express. Returns a summary: ``out_dir``,
@@ -423,7 +558,7 @@ def emit_design(opgraph, graph, depths: dict | None, out_dir, slots: dict | None
     (['k_r', 'k_x_in', 'k_y_out'], [('x__r', 2), ('y__y_out', 2)])
     """
     check_dtypes(opgraph)
-    design = _Design(opgraph, graph, dict(depths or {}))
+    design = _Design(opgraph, graph, dict(depths or {}), groups)
     floorplan = _floorplan(design, slots) if slots else None
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -445,13 +580,19 @@ def emit_design(opgraph, graph, depths: dict | None, out_dir, slots: dict | None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {"out_dir": str(out_dir),
-            "files": sorted(files) + [f"include/{h}" for h in HEADERS]
-            + [f"data/{n}.bin" for n in opgraph.inputs] + [f"data/{n}.ref.bin" for n in opgraph.outputs],
-            "kernels": sorted(fn for fn in design.process_slot_of if fn not in design.converters),
-            "converters": list(design.converters),
-            "streams": {name: depth for _, name, _, depth in design.fifos},
-            "tokens": {s.name: s.tokens for s in graph.streams.values()}}
+    summary = {"out_dir": str(out_dir),
+               "files": sorted(files) + [f"include/{h}" for h in HEADERS]
+               + [f"data/{n}.bin" for n in opgraph.inputs] + [f"data/{n}.ref.bin" for n in opgraph.outputs],
+               "kernels": sorted(fn for fn in design.process_slot_of
+                                 if fn not in design.converters and fn not in design.dram_procs),
+               "converters": list(design.converters),
+               "streams": {name: depth for _, name, _, depth in design.fifos},
+               "tokens": {s.name: s.tokens for s in graph.streams.values()}}
+    if groups is not None:
+        summary["groups"] = [f"group_{g}" for g in range(design.n_groups)]
+        summary["dram_buffers"] = {buf: size for buf, _, size, _, _ in design.drams}
+        summary["dram_processes"] = list(design.dram_procs)
+    return summary
 
 
 def _replace(tmp: Path, out_dir: Path) -> None:
