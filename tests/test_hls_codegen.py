@@ -21,7 +21,7 @@ import pytest
 
 from dfopt.codegen.hls import EXIT_DEADLOCK, include_dir
 from dfopt.codegen.hls.emit import emit_design
-from dfopt.codegen.hls.kernels import CTYPES, Port, converter, tile_struct
+from dfopt.codegen.hls.kernels import CTYPES, Port, converter, converter_buffer_elements, tile_struct
 from dfopt.codegen.hls.order import loop_nest, tile_order
 from dfopt.errors import CodegenError
 from dfopt.ir.itensor import ITensorType
@@ -361,7 +361,8 @@ def test_floorplan(tmp_path):
     assert f'set_property USER_SLR_ASSIGNMENT {slots["scores"]} [get_cells -hierarchical -filter ' \
            '{NAME =~ "*/k_scores_U0"}]' in plan
     # a converter sits with its consumer
-    assert f'{slots["scores"]} [get_cells -hierarchical -filter {{NAME =~ "*/cvt_qh__scores_U0"}}]' in plan
+    for part in ("fill", "drain"):    # the ping-pong pair of the converter
+        assert f'{slots["scores"]} [get_cells -hierarchical -filter {{NAME =~ "*/cvt_qh__scores_{part}_U0"}}]' in plan
     assert plan.count("set_property") == len(summary["kernels"]) + len(summary["converters"])
 
 
@@ -396,18 +397,21 @@ def test_converters_reorder_tiles(tmp_path):
     for n, (src, dst) in enumerate(CONVERSIONS):
         ps = Port(tile_struct(src.dtype, src.element_count), src)
         pd = Port(tile_struct(dst.dtype, dst.element_count), dst)
-        for p in (ps, pd):
+        half = converter_buffer_elements(ps, pd)
+        pb = Port(tile_struct(src.dtype, half), src)
+        for p, count in ((ps, src.element_count), (pd, dst.element_count), (pb, half)):
             if p.tile not in structs:
                 structs.add(p.tile)
-                lines.append(f"struct {p.tile} {{ {CTYPES[p.itype.dtype]} data[{p.itype.element_count}]; }};")
-        lines += converter(f"cvt{n}", ps, pd, CTYPES[src.dtype])
+                lines.append(f"struct {p.tile} {{ {CTYPES[p.itype.dtype]} data[{count}]; }};")
+        fill, drain = converter(f"cvt{n}", ps, pd, pb)
+        lines += fill + drain
         flat = [v for tile in tiles(src) for v in tile]
         body += ["{", f"  static const double src[] = {{{', '.join(map(str, flat))}}};",
-                 f"  hls::stream<{ps.tile}> a; hls::stream<{pd.tile}> b;",
+                 f"  hls::stream<{ps.tile}> a; hls::stream<{pb.tile}> pp; hls::stream<{pd.tile}> b;",
                  f"  for (int t = 0; t < {src.tokens}; ++t) {{ {ps.tile} x;",
                  f"    for (int e = 0; e < {src.element_count}; ++e) x.data[e] = src[t * {src.element_count} + e];",
                  "    a.write(x); }",
-                 f"  cvt{n}(a, b);",
+                 f"  cvt{n}_fill(a, pp); cvt{n}_drain(pp, b);",
                  f"  for (int t = 0; t < {dst.tokens}; ++t) {{ {pd.tile} y = b.read();",
                  f"    for (int e = 0; e < {dst.element_count}; ++e) std::printf(\"%g \", (double)y.data[e]);",
                  "    std::printf(\"\\n\"); }",

@@ -3,8 +3,9 @@
 Layout of ``out_dir``:
 
 - ``kernels.h`` / ``kernels.cpp``: the tile structs (one per dtype and tile size) and one function
-  per process: each kernel of the graph (``k_<kernel>``) and each layout converter
-  (``cvt_<stream>``, on every stream whose two ends stream different token sequences);
+  per process: each kernel of the graph (``k_<kernel>``) and each layout converter (on every
+  stream whose two ends stream different token sequences: the ping-pong pair ``cvt_<stream>_fill``
+  -> ``cvt_<stream>_drain`` joined by the depth-2 FIFO ``s__pp`` of whole buffer halves);
 - ``top.h`` / ``top.cpp``: ``void top(<one pointer per graph input, weight and output>)``, a
   ``#pragma HLS dataflow`` region with one FIFO per stream (depth ``max(2, depths[stream])``)
   and one ``DFOPT_PROCESS`` per process. A converted stream ``s`` becomes two FIFOs: ``s``
@@ -159,13 +160,20 @@ class _Design:
             self.ins[s.dst].append((var, dst))
             self.in_tensor[var] = self.tensor_of[s.src]
             return
-        fn, out_var = "cvt_" + ident(s.name), var + "__cvt"
+        fn, out_var, pp_var = "cvt_" + ident(s.name), var + "__cvt", var + "__pp"
+        half = K.tile_struct(s.src_type.dtype, K.converter_buffer_elements(src, dst))
+        self.tiles[half] = CTYPES[s.src_type.dtype]
+        buf = Port(half, s.src_type)
+        self._fifo((pp_var, s.name + "__pp", half, 2), s.dst)          # the ping-pong pair
         self._fifo((out_var, s.name + "__cvt", dst.tile, cvt_depth), s.dst)
-        self.functions.append(K.converter(fn, src, dst, CTYPES[s.src_type.dtype]))
-        self.decls.append(K.signature(fn, [src], [dst]) + ";")
-        self._call(f"{fn}({var}, {out_var})", s.dst)
-        self.process_slot_of[fn] = s.dst
-        self.converters.append(fn)
+        fill, drain = K.converter(fn, src, dst, buf)
+        self.functions += [fill, drain]
+        self.decls += [fill[0][:-2] + ";", drain[0][:-2] + ";"]
+        self._call(f"{fn}_fill({var}, {pp_var})", s.dst)
+        self._call(f"{fn}_drain({pp_var}, {out_var})", s.dst)
+        for part in ("_fill", "_drain"):
+            self.process_slot_of[fn + part] = s.dst
+            self.converters.append(fn + part)
         self.ins[s.dst].append((out_var, dst))
         self.in_tensor[out_var] = self.tensor_of[s.src]
 

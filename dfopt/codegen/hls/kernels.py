@@ -233,12 +233,18 @@ def mover(fn: str, op, port: Port, outs: list[Port], ctype: str) -> list[str]:
     return [signature(fn, [port], outs) + " {", *indent(body), "}"]
 
 
-def converter(fn: str, src: Port, dst: Port, ctype: str) -> list[str]:
-    """Layout converter with Algorithm 1's buffer (:func:`dfopt.ir.converter.converter_buffer`):
-    the loops both nests share stay outside (one phase per iteration); each phase reads its
-    ``src`` tokens into the buffer, then writes its ``dst`` tokens (re-iterated tiles included).
-    Single-buffered: the phase's read and write do not overlap, where a ping-pong pair would let
-    the next phase's reads run during this phase's writes."""
+def converter_buffer_elements(src: Port, dst: Port) -> int:
+    """Elements of one half of the converter's ping-pong buffer (Algorithm 1's shape)."""
+    return math.prod(converter_buffer(src.itype, dst.itype).shape)
+
+
+def converter(fn: str, src: Port, dst: Port, buf: Port) -> tuple[list[str], list[str]]:
+    """Layout converter with Algorithm 1's buffer (:func:`dfopt.ir.converter.converter_buffer`)
+    as two processes joined by a depth-2 stream of whole buffers — the ping-pong pair: ``<fn>_fill``
+    reads each phase's ``src`` tokens into one half and passes it on, ``<fn>_drain`` writes the
+    phase's ``dst`` tokens (re-iterated tiles included) from it, so the next phase fills the other
+    half while this one drains. The loops both nests share stay outside (one phase per
+    iteration). ``buf`` is the port whose tile struct holds one half."""
     s, d = src.itype, dst.itype
     cb = converter_buffer(s, d)
     prefix = len(shared_prefix(s, d))
@@ -250,26 +256,32 @@ def converter(fn: str, src: Port, dst: Port, ctype: str) -> list[str]:
     def index(c):
         return flat_index([f"e{k}" if k in reduced else c[k] for k in range(len(c))], buf_shape)
 
-    phase = [f"const int i{si} = p{j};" for j, si in enumerate(s_live)]
-    phase += [f"const int j{di} = p{j};" for j, di in enumerate(d_live)]
-    phase += [f"{{  // phase read: {cb.src_tokens_per_phase} src tokens",
-              *indent(_loop_nest_skip(src, "in0", index, set(s_live), scatter=True)), "}",
-              f"{{  // phase write: {cb.dst_tokens_per_phase} dst tokens",
-              *indent(_loop_nest_skip(dst, "out0", index, set(d_live), scatter=False)), "}"]
-    for j in range(prefix - 1, -1, -1):
-        trips = int(s.tripcounts[s_live[j]])
-        phase = [f"for (int p{j} = 0; p{j} < {trips}; ++p{j}) {{", *indent(phase), "}"]
-    body = [f"// Algorithm 1 buffer {list(buf_shape)} ({cb.reuse} phase(s), {prefix} shared loop(s))",
-            f"static {ctype} buf[{math.prod(buf_shape)}];", *phase]
-    return [signature(fn, [src], [dst]) + " {", *indent(body), "}"]
+    def phases(body: list[str]) -> list[str]:
+        for j in range(prefix - 1, -1, -1):
+            trips = int(s.tripcounts[s_live[j]])
+            body = [f"for (int p{j} = 0; p{j} < {trips}; ++p{j}) {{", *indent(body), "}"]
+        return body
+
+    fill = phases([*(f"const int i{si} = p{j};" for j, si in enumerate(s_live)),
+                   f"{buf.tile} half;  // phase read: {cb.src_tokens_per_phase} src tokens",
+                   *_loop_nest_skip(src, "in0", index, set(s_live), scatter=True, buf="half.data"),
+                   "pp.write(half);"])
+    drain = phases([*(f"const int j{di} = p{j};" for j, di in enumerate(d_live)),
+                    f"const {buf.tile} half = pp.read();  // phase write: {cb.dst_tokens_per_phase} dst tokens",
+                    *_loop_nest_skip(dst, "out0", index, set(d_live), scatter=False, buf="half.data")])
+    note = f"// Algorithm 1 buffer {list(buf_shape)} x 2 ({cb.reuse} phase(s), {prefix} shared loop(s))"
+    return ([f"void {fn}_fill(hls::stream<{src.tile}>& in0, hls::stream<{buf.tile}>& pp) {{", f"  {note}",
+             *indent(fill), "}"],
+            [f"void {fn}_drain(hls::stream<{buf.tile}>& pp, hls::stream<{dst.tile}>& out0) {{", f"  {note}",
+             *indent(drain), "}"])
 
 
-def _loop_nest_skip(port: Port, stream: str, index, skip: set, scatter: bool) -> list[str]:
+def _loop_nest_skip(port: Port, stream: str, index, skip: set, scatter: bool, buf: str = "buf") -> list[str]:
     t = port.itype
     e = [f"e{k}" for k in range(len(t.shape))]
     coords = [f"o{k} + e{k}" for k in range(len(t.shape))]
     if scatter:
-        inner = element_loops(t.element, "e", [f"buf[{index(coords)}] = t.data[{flat_index(e, t.element)}];"])
+        inner = element_loops(t.element, "e", [f"{buf}[{index(coords)}] = t.data[{flat_index(e, t.element)}];"])
         return loop_nest(t, "i", [f"const {port.tile} t = {stream}.read();", *inner], skip=skip)
-    inner = element_loops(t.element, "e", [f"t.data[{flat_index(e, t.element)}] = buf[{index(coords)}];"])
+    inner = element_loops(t.element, "e", [f"t.data[{flat_index(e, t.element)}] = {buf}[{index(coords)}];"])
     return loop_nest(t, "j", [f"{port.tile} t;", *inner, f"{stream}.write(t);"], skip=skip)
