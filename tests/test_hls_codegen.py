@@ -262,11 +262,13 @@ def test_groups_one_dataflow_function_each_cut_streams_through_dram(built):
     body = top[top.index("void top("):]
     calls = [body.index(f"\n  group_{i}(") for i in range(3)]
     assert calls == sorted(calls) and "DFOPT_DATAFLOW_BEGIN" not in body
+    # the cut streams' DRAM buffers are extra top arguments the host allocates
     assert (path / "top.h").read_text() == "#pragma once\nvoid top(const float* x, const float* w1, " \
-        "const float* b1, const float* w2, const float* b2, float* y);\n"
+        "const float* b1, const float* w2, const float* b2, float* y, float* dram_hb__act, float* dram_g__fc2);\n"
     # the cut streams are DRAM buffers of the whole tensor, no converter: DRAM converts the layout
     assert summary["dram_buffers"] == {"dram_hb__act": 32 * 32, "dram_g__fc2": 32 * 32}
-    assert "static float dram_g__fc2[1024];" in top and summary["converters"] == []
+    assert "#pragma HLS interface m_axi port=dram_g__fc2" in top and summary["converters"] == []
+    assert "std::vector<float> dram_g__fc2(1024);" in (path / "tb.cpp").read_text()
     assert sorted(summary["dram_processes"]) == ["rd_g__fc2", "rd_hb__act", "wr_g__fc2", "wr_hb__act"]
     assert {"g__fc2", "g__fc2__rd", "hb__act", "hb__act__rd"} <= set(summary["streams"])
     group_1 = top[top.index("void group_1("):top.index("void group_2(")]

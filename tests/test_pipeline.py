@@ -148,7 +148,7 @@ def test_cli_emit_dir_with_fused_groups_then_make_csim(tmp_path):
     for i in range(len(fusion["groups"])):
         assert f"void group_{i}(" in top and f'DFOPT_DATAFLOW_BEGIN("group_{i}");' in top
     for s in fusion["cut_streams"]:
-        assert f"dram_{s}[" in top
+        assert f"float* dram_{s}" in top
     make = subprocess.run(["make", "-s", "-C", str(out), "csim"], capture_output=True, text=True, timeout=600, check=False)
     assert make.returncode == 0 and "PASS" in make.stdout, make.stdout + make.stderr
 
