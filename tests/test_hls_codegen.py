@@ -21,7 +21,13 @@ import pytest
 
 from dfopt.codegen.hls import EXIT_DEADLOCK, include_dir
 from dfopt.codegen.hls.emit import emit_design
-from dfopt.codegen.hls.kernels import CTYPES, Port, converter, converter_buffer_elements, tile_struct
+from dfopt.codegen.hls.kernels import (
+    CTYPES,
+    Port,
+    converter,
+    converter_buffer_elements,
+    tile_struct,
+)
 from dfopt.codegen.hls.order import loop_nest, tile_order
 from dfopt.errors import CodegenError
 from dfopt.ir.itensor import ITensorType
