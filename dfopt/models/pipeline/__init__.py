@@ -105,7 +105,7 @@ def checks(instance, solution) -> list[Check]:
         if problem not in solution.sections:
             return [Check(f"pipeline-{problem}", False, [f"the solution has no {problem} section"])]
         sub = Solution(instance.name, problem, solution.status, sections={problem: solution.sections[problem]})
-        sub.objective = _stage_objective(problem, solution.sections[problem], sec)
+        sub.objective = _stage_objective(problem, sec)
         result = check_solution(Instance(instance.name, problem, graph=graph, platform=platform), sub)
         return [Check(f"{problem}:{c.name}", c.ok, c.details) for c in result]
 
@@ -126,7 +126,8 @@ def _with_depth(stream, depth):
     return dataclasses.replace(stream, depth=None if depth is None else int(depth))
 
 
-def _stage_objective(problem: str, section: dict, pipeline_section: dict):
+def _stage_objective(problem: str, pipeline_section: dict):
+    """The objective the pipeline recorded for stage ``problem``."""
     for s in pipeline_section.get("stages", []):
         if s["name"] == problem:
             return s.get("objective")

@@ -310,6 +310,10 @@ def _forced_distance(d: PlacementData) -> float:
     return float((d.width[both] * d.distance_matrix()[where[d.src[both]], where[d.dst[both]]]).sum())
 
 
+def _costs(ev) -> dict:
+    return {"objective": ev.objective, "distance": ev.distance}
+
+
 def _section(d: PlacementData, ev, assign, greedy, options: Options, extra: dict, binding) -> dict:
     slots = {}
     for s, name in enumerate(d.slots):
@@ -327,8 +331,7 @@ def _section(d: PlacementData, ev, assign, greedy, options: Options, extra: dict
         "imbalance": {r: float(v) for r, v in zip(d.kinds, ev.imbalance.tolist())},
         "crossing_streams": int((a != b).sum()),
         "max_utilization": d.max_utilization, "balance_weight": d.balance_weight,
-        "greedy": None if greedy is None else {"objective": d.evaluate(greedy).objective,
-                                               "distance": d.evaluate(greedy).distance},
+        "greedy": None if greedy is None else _costs(d.evaluate(greedy)),
     }
     out["pins"] = dict(options.pins)
     out["same_slot"] = [list(g) for g in options.same_slot]

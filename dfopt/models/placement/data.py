@@ -141,22 +141,6 @@ class PlacementData:
                 bad.append("kernels " + ", ".join(self.names[k] for k in members) + " must share a slot")
         return bad
 
-    def move_delta(self, assign: np.ndarray, k: int, to: int, adj: list, dist: np.ndarray) -> float:
-        """Change of the distance term when kernel ``k`` moves to slot ``to``."""
-        here = assign[k]
-        delta = 0.0
-        for other, w in adj[k]:
-            so = assign[other]
-            delta += w * (dist[to, so] - dist[here, so])
-        return delta
-
-    def adjacency(self) -> list:
-        adj = [[] for _ in range(self.n)]
-        for a, b, w in zip(self.src.tolist(), self.dst.tolist(), self.width.tolist()):
-            adj[a].append((b, w))
-            adj[b].append((a, w))
-        return adj
-
     def order(self) -> list[int]:
         """Kernels in topological order (a DFS order where streams form cycles)."""
         g = nx.DiGraph()
