@@ -91,7 +91,9 @@ def _program_from_dict(d: dict) -> Program:
     statements = tuple(Statement(s["name"], s["domain"], tuple(s.get("reads", [])), tuple(s.get("writes", [])),
                                  s.get("body", ""), s.get("schedule")) for s in d["statements"])
     return Program(params=tuple(d.get("params", [])), context=d.get("context", ""), statements=statements,
-                   arrays=copy.deepcopy(d.get("arrays", {})), schedule=d.get("schedule"))
+                   arrays=copy.deepcopy(d.get("arrays", {})), schedule=d.get("schedule"),
+                   scalars=copy.deepcopy(d.get("scalars", {})), prelude=d.get("prelude", ""),
+                   sizes=copy.deepcopy(d.get("sizes", {})))
 
 
 # == writing ==================================================================================
@@ -188,6 +190,12 @@ def _program_to_dict(p: Program) -> dict:
         out["context"] = p.context
     if p.arrays:
         out["arrays"] = copy.deepcopy(p.arrays)
+    if p.scalars:
+        out["scalars"] = copy.deepcopy(p.scalars)
+    if p.prelude:
+        out["prelude"] = p.prelude
+    if p.sizes:
+        out["sizes"] = copy.deepcopy(p.sizes)
     out["statements"] = [_statement_to_dict(s) for s in p.statements]
     if p.schedule is not None:
         out["schedule"] = p.schedule

@@ -30,6 +30,23 @@ def _program_issues(program: dict, base: tuple) -> list:
     if isinstance(program.get("schedule"), str):
         umap, more = check("union map", program["schedule"], base + ("schedule",), "")
         issues += more + _scheduled_statement_issues(umap, first, base + ("schedule",), "")
+    issues += _sizes_issues(program.get("sizes"), params, base + ("sizes",))
+    return issues
+
+
+def _sizes_issues(sizes, params: list, base: tuple) -> list:
+    """Each named dataset gives a value to every parameter and to nothing else."""
+    issues = []
+    for name, values in (sizes.items() if isinstance(sizes, dict) else ()):
+        if not isinstance(values, dict):
+            continue
+        unknown = sorted(set(values) - set(params))
+        missing = [p for p in params if p not in values]
+        if unknown:
+            issues.append((base + (name, unknown[0]), f"dataset {name!r} sets {unknown} which are not "
+                                                       f"parameters (declared: {params})"))
+        if missing:
+            issues.append((base + (name,), f"dataset {name!r} gives no value to parameter(s) {missing}"))
     return issues
 
 

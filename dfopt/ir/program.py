@@ -29,6 +29,9 @@ class Program:
     statements: tuple = ()
     arrays: dict = field(default_factory=dict)
     schedule: str | None = None
+    scalars: dict = field(default_factory=dict)
+    prelude: str = ""
+    sizes: dict = field(default_factory=dict)
 
     def statement(self, name: str) -> Statement:
         for s in self.statements:
