@@ -52,13 +52,14 @@ def _add_option_flags(p: argparse.ArgumentParser) -> None:
         if name in common:
             continue
         flag = "--" + name.replace("_", "-")
-        if f.type in ("bool", bool):
+        kind = f.type.replace(" | None", "") if isinstance(f.type, str) else f.type
+        if kind in ("bool", bool):
             p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None)
-        elif f.type in ("dict", "tuple", dict, tuple):
+        elif kind in ("dict", "tuple", dict, tuple):
             p.add_argument(flag, dest=name, type=_json_arg, default=None, help=f"model option {name} (JSON)")
         else:
-            kind = {"int": int, "float": float}.get(str(f.type), str)
-            p.add_argument(flag, dest=name, type=kind, default=None, help=f"model option {name}")
+            conv = {"int": int, "float": float}.get(str(kind), str)
+            p.add_argument(flag, dest=name, type=conv, default=None, help=f"model option {name}")
 
 
 def build_parser() -> argparse.ArgumentParser:

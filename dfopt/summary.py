@@ -121,5 +121,22 @@ def _pipeline_summary(instance, solution) -> list[str]:
     return lines
 
 
-SECTION_SUMMARIES = {"fifo": _fifo_summary, "fusion": _fusion_summary, "converter": _converter_summary,
+def _schedule_summary(instance, solution) -> list[str]:
+    sec = solution.sections["schedule"]
+    flags = " ".join("s" if sc else ("P" if p else "-") for p, sc in zip(sec["parallel"], sec["scalar"]))
+    lines = [f"  schedule ({sec['dims']} dimensions; P parallel loop, - sequential loop, s scalar: {flags})",
+             f"    {sec['map']}"]
+    bands = ", ".join(f"{b['dims']}" for b in sec["bands"] if len(b["dims"]) > 1)
+    if bands:
+        lines.append(f"  permutable bands {bands}")
+    if sec.get("tiled_map"):
+        lines.append(f"  tiled: {sec['tiled_map']}")
+    if sec.get("vector"):
+        lines.append(f"  vectorised dimensions {sec['vector']}")
+    lines += [f"  warning: {w}" for w in sec.get("warnings", [])]
+    lines.append(f"  C code: {len(sec['code'].splitlines())} lines (in the solution's schedule.code)")
+    return lines
+
+
+SECTION_SUMMARIES = {"schedule": _schedule_summary, "fifo": _fifo_summary, "fusion": _fusion_summary, "converter": _converter_summary,
                      "placement": _placement_summary, "pipeline": _pipeline_summary, "memory": _memory_summary}

@@ -51,7 +51,7 @@ def build_options(cls, from_instance: dict | None, overrides: dict | None, probl
 
 
 def check_formulation(problem: str, instance, options, formulations, default: str,
-                      solvers: dict | None = None) -> str:
+                      solvers: dict | None = None, needs_graph: bool = True) -> str:
     """The formulation to run, after the checks every model shares: a known formulation, a graph,
     and a ``solver`` that the formulation takes (``solvers``: formulation -> valid backend names)
     and that is installed. Errors name the option field.
@@ -68,7 +68,7 @@ def check_formulation(problem: str, instance, options, formulations, default: st
     if formulation not in formulations:
         raise unknown_name_error(f"{problem} formulation", formulation, formulations,
                                  pointer=f"/options/{problem}/formulation")
-    if instance.graph is None:
+    if needs_graph and instance.graph is None:
         raise InstanceError(f"the {problem} problem needs a graph", pointer="/graph")
     if options.solver is not None:
         from dfopt.ilp import available_backends
@@ -77,6 +77,8 @@ def check_formulation(problem: str, instance, options, formulations, default: st
         if options.solver not in valid:
             raise unknown_name_error(f"solver for the {problem} formulation {formulation!r}", options.solver,
                                      valid or ("none",), pointer=f"/options/{problem}/solver")
-        if options.solver not in available_backends():
+        from dfopt.ilp import backend_names
+
+        if options.solver in backend_names() and options.solver not in available_backends():
             raise SolverUnavailableError(options.solver, available_backends(), kind="MIP solver")
     return formulation
