@@ -167,10 +167,13 @@ def test_feautrier_puts_k_outermost_in_gemm():
     assert not section(sol)["parallel"][0] and all(section(sol)["parallel"][1:])
 
 
-def test_pluto_gemm_keeps_i_j_outer_and_parallel():
+def test_pluto_gemm_intra_band_reorder():
+    """Pluto's band (i, j, k), then j (stride 1 in C and B) moved innermost: (i, k, j)."""
     sol = solve_instance(inst("gemm"), strategy="pluto")
-    assert rows_of(sol, "S1")[:3] == ["i", "j", "k"]
-    assert section(sol)["parallel"][:2] == [True, True]
+    assert rows_of(sol, "S1")[:3] == ["i", "k", "j"]
+    assert section(sol)["parallel"][:3] == [True, False, True]
+    plain = solve_instance(inst("gemm"), strategy="pluto", reorder="none")
+    assert rows_of(plain, "S1")[:3] == ["i", "j", "k"]
 
 
 def test_trsm_npu_vectorize_directive():

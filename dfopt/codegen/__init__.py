@@ -1,10 +1,10 @@
-"""Code generators (HLS C++ for FPGA, MLIR-AIE for NPU, C from schedules; DESIGN 5.7).
+"""Code generators (DESIGN 5.7).
 
-No target exists in dfopt 0.1: they arrive with the end-to-end pipeline, which needs the fusion,
-placement and mapping models first. ``TARGETS`` lists the registered ones.
+- :mod:`dfopt.codegen.hls` — HLS C++ of a solved dataflow design (one function per kernel,
+  ``hls::stream`` FIFOs with the solved depths, a ``#pragma HLS dataflow`` top), built with g++
+  for software simulation against a NumPy reference;
+- :mod:`dfopt.codegen.poly` — C of a polyhedral program in a schedule's order through isl's AST
+  builder, with OpenMP pragmas on parallel loops, and a harness to compile, run and time it.
 
->>> TARGETS
-{}
+MLIR-AIE generation for NPU mappings is not built yet.
 """
-
-TARGETS: dict = {}

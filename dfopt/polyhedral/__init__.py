@@ -1,9 +1,15 @@
 """Polyhedral analyses of :class:`~dfopt.ir.program.Program` with islpy (DESIGN section 5.4).
 
-The IR keeps isl text only; this package is the one place that parses it with islpy.
+The IR keeps isl text only; this package is where it is parsed and analysed with islpy.
 
 - :mod:`dfopt.polyhedral.dependences`: access relations, the original schedule, memory-based
   dependences (RAW, WAR, WAW) and the dependences a candidate schedule violates.
+- :mod:`dfopt.polyhedral.farkas`: the affine Farkas lemma through isl's coefficient sets (the
+  dual cone of a dependence polyhedron).
+- :mod:`dfopt.polyhedral.analysis`: parallel dimensions, permutable bands, scalar dimensions,
+  tiling and wavefront of a schedule.
+
+:mod:`dfopt.codegen.poly` (C through isl's AST builder) is the other package that uses islpy.
 
 Nothing is re-exported here, so that ``dfopt.polyhedral.dependences`` stays the module (its main
 function has the same name): ``from dfopt.polyhedral.dependences import dependences``.

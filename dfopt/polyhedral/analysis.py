@@ -202,6 +202,38 @@ def tile(sched, band_list: list[Band], sizes, wavefront: bool = False) -> isl.Un
     return s.apply_range(isl.UnionMap.from_map(t.align_params(s.get_space()))).coalesce()
 
 
+def permute(sched, order: list) -> isl.UnionMap:
+    """The schedule with its dimensions in ``order`` (new position k holds old dimension
+    ``order[k]``). Legal when only members of one permutable band move among themselves."""
+    s = as_union_map(sched)
+    n = out_dims(s)
+    if sorted(order) != list(range(n)):
+        raise ValueError(f"{order} is not a permutation of 0..{n - 1}")
+    t = _affine_out(n, [f"x{k}" for k in order], _params(s))
+    return s.apply_range(isl.UnionMap.from_map(t.align_params(s.get_space()))).coalesce()
+
+
+def dimension_coefficients(sched) -> dict:
+    """Per statement: for each time dimension, the coefficients of the statement's iterators
+    (None when that dimension is not one affine function of them, e.g. after tiling)."""
+    out = {}
+    for m in maps(as_union_map(sched)):
+        name = m.get_tuple_name(isl.dim_type.in_)
+        n_in, n_out = m.dim(isl.dim_type.in_), m.dim(isl.dim_type.out)
+        rows = [None] * n_out
+        try:
+            pieces = []
+            m.as_pw_multi_aff().foreach_piece(lambda _dom, ma: pieces.append(ma))
+            coeffs = [[[int(p.get_at(d).get_coefficient_val(isl.dim_type.in_, j).to_python()) for j in range(n_in)]
+                       for d in range(n_out)] for p in pieces]
+            if coeffs and all(c == coeffs[0] for c in coeffs):
+                rows = coeffs[0]
+        except (isl.Error, ValueError, TypeError):   # not a function of the iterators (e.g. tiled)
+            pass
+        out[name] = rows
+    return out
+
+
 def pad(sched) -> isl.UnionMap:
     """Every statement's time vector extended with zeros to the longest length."""
     s = as_union_map(sched)

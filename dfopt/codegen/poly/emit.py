@@ -43,7 +43,10 @@ Parallel loops and vectors
 it from the dependences: dimension ``d`` is parallel when no dependence pair whose two ends have
 equal values on dimensions ``< d`` has different values at ``d``). A loop of a parallel dimension
 gets ``#pragma omp parallel for`` when no enclosing loop has one already (the outermost parallel
-loop of each nest; never nested parallel regions), and ``#pragma omp simd`` when its dimension
+loop of each nest; never nested parallel regions) and at most one sequential loop encloses it
+(:data:`MAX_LOOPS_AROUND_PARALLEL`: a wavefront's ``for t { parallel for }`` forks once per
+wavefront; a parallel loop deep inside sequential ones would fork a team per inner iteration,
+which costs more than it gains, so it stays sequential with a comment), and ``#pragma omp simd`` when its dimension
 is also in ``vector`` (both: ``#pragma omp parallel for simd``). A loop whose condition is not in
 OpenMP's canonical form (``c <= e`` / ``c < e``) stays sequential (with a comment). Flags of
 dimensions that produce no loop have no effect.
@@ -314,12 +317,16 @@ def _canonical(node: isl.AstNode, iterator: str) -> bool:
     return lhs.get_type() == isl.ast_expr_type.id and lhs.get_id().get_name() == iterator
 
 
+MAX_LOOPS_AROUND_PARALLEL = 1   # sequential loops allowed around a `parallel for` (wavefronts)
+
+
 class _Printer:
     def __init__(self, dim_of: dict, parallel, vector):
         self.dim_of = dim_of
         self.parallel = parallel
         self.vector = set(vector)
         self.lines: list[str] = []
+        self.loops_around = 0
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -366,8 +373,11 @@ class _Printer:
             return
         dim = self.dim_of.get(it)
         par = self.parallel is not None and dim is not None and bool(self.parallel[dim])
-        omp_for = par and not in_parallel
+        omp_for = par and not in_parallel and self.loops_around <= MAX_LOOPS_AROUND_PARALLEL
         simd = par and dim in self.vector
+        if par and not in_parallel and not omp_for:
+            self.emit(depth, f"/* dimension {dim} is parallel; not forked this deep ({self.loops_around} loops "
+                             f"around) */")
         if (omp_for or simd) and not _canonical(nd, it):
             self.emit(depth, f"/* dimension {dim} is parallel, but the loop test is not in OpenMP form */")
             omp_for = simd = False
@@ -380,7 +390,9 @@ class _Printer:
         cond = nd.for_get_cond().to_C_str()
         inc = nd.for_get_inc().to_C_str()
         self.emit(depth, f"for (int {it} = {init}; {cond}; {it} += {inc}) {{")
+        self.loops_around += 1
         self.node(nd.for_get_body(), depth + 1, in_parallel or omp_for)
+        self.loops_around -= 1
         self.emit(depth, "}")
 
 
@@ -489,6 +501,9 @@ static double dfopt_rand(void)
 """
 
 _TIMER = """\
+static volatile int dfopt_warm;
+static void dfopt_warm_up(void) { dfopt_warm = 1; }
+
 static double dfopt_now(void)
 {
 #ifdef _OPENMP
@@ -571,7 +586,11 @@ def program_c(program: Program, schedule, sizes, *, parallel=None, vector=(), mo
         for name, _, _, _ in arrays:
             out.append(f"  if (fwrite((const void *)&{name}, sizeof({name}), 1, stdout) != 1) return 1;")
     else:
-        out += ["  double dfopt_t0 = dfopt_now();",
+        out += ["#ifdef _OPENMP",
+                "  #pragma omp parallel",   # start the thread team before the clock starts
+                "  { dfopt_warm_up(); }",
+                "#endif",
+                "  double dfopt_t0 = dfopt_now();",
                 "  kernel_body();",
                 "  double dfopt_t1 = dfopt_now();",
                 '  printf("%.9f\\n", dfopt_t1 - dfopt_t0);',

@@ -40,7 +40,7 @@ from dfopt.models.schedule.checks import check, checks
 from dfopt.models.schedule.config import FIELDS, Config, parse_config
 from dfopt.models.schedule.problem import SchedulingProblem, build_problem
 from dfopt.models.schedule.scheduler import Outcome, rows_to_map, schedule
-from dfopt.polyhedral.analysis import bands, parallel_flags, scalar_dims, tile
+from dfopt.polyhedral.analysis import bands, dimension_coefficients, parallel_flags, permute, scalar_dims, tile
 from dfopt.solution import Solution
 
 __all__ = ["DEFAULT_FORMULATION", "FORMULATIONS", "Options", "check", "checks", "solve", "schedule_program"]
@@ -67,6 +67,7 @@ class Options(CommonOptions):
     coincidence: str | None = None
     progression: str | None = None
     rar: bool | None = None
+    reorder: str | None = None
     tiling: tuple | None = None
     wavefront: bool | None = None
 
@@ -135,6 +136,40 @@ def _positions(n: int, band_list, tiled: bool) -> list:
     return pos
 
 
+def intra_band_order(problem: SchedulingProblem, sched, band_list) -> list:
+    """A legal permutation of the dimensions that moves, in each permutable band, the member
+    with the most stride-1 accesses innermost (Pluto's intra-tile reordering), keeping the band's
+    outermost parallel member where it is."""
+    coeffs = dimension_coefficients(sched)
+    n = len(next(iter(coeffs.values())))
+    order = list(range(n))
+
+    def score(d):
+        total = 0
+        for s in problem.stmts:
+            row = coeffs.get(s.name, [None] * n)[d]
+            if row is None:
+                return None
+            total += sum(abs(c) * w for c, w in zip(row, s.contiguity))
+        return total
+    for b in band_list:
+        if not b.permutable or len(b.dims) < 2:
+            continue
+        keep = next((d for d, p in zip(b.dims, b.parallel) if p), None)
+        scores = {d: score(d) for d in b.dims}
+        if any(v is None for v in scores.values()):
+            continue
+        movable = [d for d in b.dims if d != keep]
+        best = max(movable, key=lambda d: (scores[d], d))
+        last = b.dims[-1]
+        if best == last or scores[best] <= scores[last]:
+            continue
+        members = [d for d in b.dims if d != best] + [best]
+        for pos, d in zip(b.dims, members):
+            order[pos] = d
+    return order
+
+
 def schedule_program(instance, options: Options) -> dict:
     """Solve and build the ``schedule`` section (without the checks)."""
     program = _program(instance)
@@ -155,6 +190,15 @@ def schedule_program(instance, options: Options) -> dict:
     par = parallel_flags(problem.deps, sched)
     n = len(par)
     band_list = bands(problem.deps, sched)
+    new_pos = list(range(n))
+    if formulation == "polytops" and config.reorder == "contiguity" and \
+            not any(d.kind == "vectorize" for d in out.directives):
+        order = intra_band_order(problem, sched, band_list)
+        if order != list(range(n)):
+            text = str(permute(isl.UnionMap(text), order))
+            sched = isl.UnionMap(text).intersect_domain(problem.domains)
+            par, band_list = parallel_flags(problem.deps, sched), bands(problem.deps, sched)
+            new_pos = [order.index(d) for d in range(n)]
     sec = {"map": text, "dims": n, "parallel": par, "scalar": scalar_dims(sched),
            "bands": [b.to_dict() for b in band_list]}
     tiled = config.tiling is not None and any(b.permutable and len(b.dims) >= 2 for b in band_list)
@@ -172,6 +216,7 @@ def schedule_program(instance, options: Options) -> dict:
         dim = _loop_dim(out.rows, d.statement, d.loop, last=d.kind == "vectorize")
         if dim is None:
             continue
+        dim = new_pos[dim]
         if d.kind == "vectorize":
             vector.append(pos[dim])
         elif d.kind == "sequential":

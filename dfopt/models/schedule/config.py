@@ -8,7 +8,8 @@ names the field (a JSON pointer under ``/options/schedule``).
 Fields:
 
 * ``strategy`` — a preset (:data:`PRESETS`): ``pluto`` (proximity, permutable bands, Pluto's
-  ``u.N + w`` bounding), ``isl`` (the same with outer coincidence first, as isl's scheduler),
+  ``u.N + w`` bounding; contiguity breaks ties, as Pluto's intra-tile reordering puts stride-1
+  loops inside), ``isl`` (the same with outer coincidence first, as isl's scheduler),
   ``feautrier`` (the most dependences satisfied at each dimension, dropped at once), ``tensor``
   (outer coincidence, big loops first and stride-1 loops inside, auto-vectorisation);
 * ``costs`` — cost functions in lexicographic order, from :data:`COSTS`;
@@ -41,6 +42,10 @@ Fields:
   linearly independent row at every loop dimension: Pluto) or ``any`` (at least one does, the
   others may take a constant: Feautrier);
 * ``rar`` — also bound read-after-read distances in the proximity cost;
+* ``reorder`` — ``contiguity`` (default): after scheduling, in each permutable band the member
+  with the most stride-1 accesses moves innermost (legal: the band is permutable; Pluto's
+  intra-tile reordering), unless a ``vectorize`` directive fixes the innermost loop; ``none``
+  (the ``feautrier`` preset's default: its rows stay as found);
 * ``tiling`` — a tile size for every member of every permutable band of two or more loops, or a
   list of sizes member by member; ``wavefront`` — skew the outermost tile loop of each tiled band
   by the next one (pipelined parallelism).
@@ -65,16 +70,16 @@ KINDS = ("vectorize", "parallel", "sequential")
 BASE = "/options/schedule"
 
 PRESETS = {
-    "pluto": {"costs": ("proximity",), "band": "permutable", "coincidence": "none"},
-    "isl": {"costs": ("proximity",), "band": "permutable", "coincidence": "outer"},
+    "pluto": {"costs": ("proximity", "contiguity"), "band": "permutable", "coincidence": "none"},
+    "isl": {"costs": ("proximity", "contiguity"), "band": "permutable", "coincidence": "outer"},
     "feautrier": {"costs": ("feautrier", "proximity"), "band": "dimension", "coincidence": "none",
-                  "progression": "any"},
+                  "progression": "any", "reorder": "none"},
     "tensor": {"costs": ("proximity", "bigLoopsFirst", "contiguity"), "band": "permutable",
                "coincidence": "outer", "auto_vectorize": True},
 }
 
 FIELDS = ("strategy", "costs", "dimensions", "constraints", "directives", "auto_vectorize", "bounds",
-          "fusion", "band", "coincidence", "progression", "rar", "tiling", "wavefront")
+          "fusion", "band", "coincidence", "progression", "rar", "reorder", "tiling", "wavefront")
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,7 @@ class Config:
     coincidence: str = "none"
     progression: str = "all"
     rar: bool = False
+    reorder: str = "contiguity"
     tiling: object = None           # None | int | tuple of ints
     wavefront: bool = False
 
@@ -138,7 +144,7 @@ class Config:
         return {"strategy": self.strategy, "costs": list(self.costs), "band": self.band,
                 "coincidence": self.coincidence, "progression": self.progression, "fusion": self.fusion,
                 "auto_vectorize": self.auto_vectorize,
-                "bounds": vars(self.bounds).copy(), "rar": self.rar,
+                "bounds": vars(self.bounds).copy(), "rar": self.rar, "reorder": self.reorder,
                 "tiling": list(self.tiling) if isinstance(self.tiling, tuple) else self.tiling,
                 "wavefront": self.wavefront,
                 "constraints": [c.text for c in self.constraints],
@@ -375,7 +381,8 @@ def parse_config(raw: dict | None, statements, iterators: dict, n_params: int, b
     strategy = _choice(raw.get("strategy", "pluto"), tuple(PRESETS), f"{base}/strategy", "strategy")
     preset = PRESETS[strategy]
     c = Config(strategy=strategy, costs=preset["costs"], band=preset["band"], coincidence=preset["coincidence"],
-               auto_vectorize=preset.get("auto_vectorize", False), progression=preset.get("progression", "all"))
+               auto_vectorize=preset.get("auto_vectorize", False), progression=preset.get("progression", "all"),
+               reorder=preset.get("reorder", "contiguity"))
     statements = list(statements)
     updates: dict = {}
     if raw.get("costs") is not None:
@@ -398,6 +405,8 @@ def parse_config(raw: dict | None, statements, iterators: dict, n_params: int, b
         updates["coincidence"] = _choice(raw["coincidence"], ("outer", "none"), f"{base}/coincidence", "coincidence")
     if raw.get("progression") is not None:
         updates["progression"] = _choice(raw["progression"], ("all", "any"), f"{base}/progression", "progression")
+    if raw.get("reorder") is not None:
+        updates["reorder"] = _choice(raw["reorder"], ("contiguity", "none"), f"{base}/reorder", "reorder")
     if raw.get("rar") is not None:
         updates["rar"] = _bool(raw["rar"], f"{base}/rar")
     if "tiling" in raw:

@@ -50,7 +50,7 @@ class Edge:
     dst: str
     relation: isl.BasicMap
     kinds: tuple
-    cone: Cone
+    cone: Cone | None
     proximity_only: bool = False
 
     def describe(self) -> str:
@@ -156,7 +156,10 @@ def _rar(program: Program) -> isl.UnionMap:
     return reads.apply_range(reads.reverse()).intersect(before).coalesce()
 
 
-def build_problem(program: Program, rar: bool = False) -> SchedulingProblem:
+def build_problem(program: Program, rar: bool = False, deps: dict | None = None,
+                  cones: bool = True) -> SchedulingProblem:
+    """The statements and edges of ``program``; ``deps`` reuses dependences computed before,
+    ``cones=False`` skips the Farkas cones (for isl's scheduler, which computes its own)."""
     ctx = None
     context = isl.Set(program.context) if program.context else None
     stmts = []
@@ -170,7 +173,7 @@ def build_problem(program: Program, rar: bool = False) -> SchedulingProblem:
     values = _dataset(program)
     for st, s in zip(stmts, program.statements):
         _stmt_measures(st, [isl.Map(t) for t in tuple(s.reads) + tuple(s.writes)], program, values)
-    deps = dependences(program)
+    deps = dependences(program) if deps is None else deps
     union = None
     for d in deps.values():
         union = d if union is None else union.union(d)
@@ -184,12 +187,14 @@ def build_problem(program: Program, rar: bool = False) -> SchedulingProblem:
         if bm.is_empty():
             continue
         key = (bm.get_tuple_name(isl.dim_type.in_), bm.get_tuple_name(isl.dim_type.out))
-        edges.append(Edge(len(edges), key[0], key[1], bm, tuple(kinds_of.get(key, ())), cone(bm)))
+        edges.append(Edge(len(edges), key[0], key[1], bm, tuple(kinds_of.get(key, ())),
+                          cone(bm) if cones else None))
     if rar:
         for bm in _basic_maps(_rar(program)):
             if not bm.is_empty():
                 key = (bm.get_tuple_name(isl.dim_type.in_), bm.get_tuple_name(isl.dim_type.out))
-                edges.append(Edge(len(edges), key[0], key[1], bm, ("rar",), cone(bm), proximity_only=True))
+                edges.append(Edge(len(edges), key[0], key[1], bm, ("rar",), cone(bm) if cones else None,
+                                  proximity_only=True))
     domains = None
     for st in stmts:
         u = isl.UnionSet.from_set(st.domain)
