@@ -460,3 +460,13 @@ def test_cli_solve_and_check(tmp_path):
 @pytest.mark.parametrize("module", [farkas, analysis, schedule_config, schedule_checks, schedule_model])
 def test_docstring_examples(module):
     assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_no_openmp_team_under_two_sequential_loops():
+    from dfopt.codegen.poly import kernel_c
+    p = Program(params=("N",), context="[N] -> { : N >= 1 }", arrays={"A": {"dtype": "f64", "shape": ["N"]}},
+                statements=(Statement("S0", "[N] -> { S0[t, s, i] : 0 <= t, s, i < N }", body="A[i] += 1;"),))
+    deep = kernel_c(p, "[N] -> { S0[t, s, i] -> [t, s, i] }", parallel=[False, False, True])
+    assert "omp parallel" not in deep and "not forked" in deep
+    wave = kernel_c(p, "[N] -> { S0[t, s, i] -> [t, s, i] }", parallel=[False, True, True])
+    assert wave.count("#pragma omp parallel for") == 1
