@@ -176,6 +176,15 @@ def _choice(value, allowed, pointer: str, what: str) -> str:
     return value
 
 
+def _object(value, pointer: str, fields: tuple, what: str) -> None:
+    """``value`` is an object whose keys are among ``fields``."""
+    if not isinstance(value, dict):
+        _fail(pointer, f"expected an object with {', '.join(fields)}")
+    unknown = sorted(set(value) - set(fields))
+    if unknown:
+        _fail(f"{pointer}/{unknown[0]}", f"unknown {what} {unknown[0]!r}; expected {', '.join(fields)}")
+
+
 def _bool(value, pointer: str) -> bool:
     if not isinstance(value, bool):
         _fail(pointer, f"expected true or false, got {value!r}")
@@ -300,12 +309,7 @@ def _dimensions(value, statements, pointer: str) -> tuple:
         if d is None:
             out.append(Dimension())
             continue
-        if not isinstance(d, dict):
-            _fail(p, "expected an object with costs, constraints, fusion or coincidence")
-        unknown = sorted(set(d) - {"costs", "constraints", "fusion", "coincidence"})
-        if unknown:
-            _fail(f"{p}/{unknown[0]}", f"unknown dimension field {unknown[0]!r}; expected costs, constraints, "
-                                      f"fusion, coincidence")
+        _object(d, p, ("costs", "constraints", "fusion", "coincidence"), "dimension field")
         out.append(Dimension(
             costs=_costs(d["costs"], f"{p}/costs") if "costs" in d else None,
             constraints=_constraints(d.get("constraints", []), statements, f"{p}/constraints"),
@@ -320,11 +324,7 @@ def _directives(value, statements, iterators, pointer: str) -> tuple:
     out = []
     for i, d in enumerate(value):
         p = f"{pointer}/{i}"
-        if not isinstance(d, dict):
-            _fail(p, "expected an object {statement, loop, kind}")
-        unknown = sorted(set(d) - {"statement", "loop", "kind"})
-        if unknown:
-            _fail(f"{p}/{unknown[0]}", f"unknown directive field {unknown[0]!r}; expected statement, loop, kind")
+        _object(d, p, ("statement", "loop", "kind"), "directive field")
         for key in ("statement", "loop", "kind"):
             if key not in d:
                 _fail(p, f"the directive has no {key!r}")
@@ -343,12 +343,7 @@ def _directives(value, statements, iterators, pointer: str) -> tuple:
 
 
 def _bounds(value, pointer: str) -> Bounds:
-    if not isinstance(value, dict):
-        _fail(pointer, "expected an object with iterators, parameters, constants, negative")
-    unknown = sorted(set(value) - {"iterators", "parameters", "constants", "negative"})
-    if unknown:
-        _fail(f"{pointer}/{unknown[0]}", f"unknown bound {unknown[0]!r}; expected iterators, parameters, "
-                                         f"constants, negative")
+    _object(value, pointer, ("iterators", "parameters", "constants", "negative"), "bound")
     b = Bounds()
     return Bounds(iterators=_int(value.get("iterators", b.iterators), f"{pointer}/iterators", 1),
                   parameters=_int(value.get("parameters", b.parameters), f"{pointer}/parameters"),
