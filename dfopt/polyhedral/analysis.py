@@ -220,18 +220,19 @@ def dimension_coefficients(sched) -> dict:
     for m in maps(as_union_map(sched)):
         name = m.get_tuple_name(isl.dim_type.in_)
         n_in, n_out = m.dim(isl.dim_type.in_), m.dim(isl.dim_type.out)
-        rows = [None] * n_out
-        try:
-            pieces = []
-            m.as_pw_multi_aff().foreach_piece(lambda _dom, ma: pieces.append(ma))
-            coeffs = [[[int(p.get_at(d).get_coefficient_val(isl.dim_type.in_, j).to_python()) for j in range(n_in)]
-                       for d in range(n_out)] for p in pieces]
-            if coeffs and all(c == coeffs[0] for c in coeffs):
-                rows = coeffs[0]
-        except (isl.Error, ValueError, TypeError):   # not a function of the iterators (e.g. tiled)
-            pass
-        out[name] = rows
+        out[name] = _affine_rows(m, n_in, n_out)
     return out
+
+
+def _affine_rows(m: isl.Map, n_in: int, n_out: int) -> list:
+    try:
+        pieces = []
+        m.as_pw_multi_aff().foreach_piece(lambda _dom, ma: pieces.append(ma))
+        coeffs = [[[int(p.get_at(d).get_coefficient_val(isl.dim_type.in_, j).to_python()) for j in range(n_in)]
+                   for d in range(n_out)] for p in pieces]
+    except (isl.Error, ValueError, TypeError):   # not a function of the iterators (e.g. tiled)
+        return [None] * n_out
+    return coeffs[0] if coeffs and all(c == coeffs[0] for c in coeffs) else [None] * n_out
 
 
 def pad(sched) -> isl.UnionMap:
