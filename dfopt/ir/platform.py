@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 
-PRESET_NAMES = ("u55c", "u280", "u280_grid", "vck190", "npu1")
+PRESET_NAMES = ("u55c", "u280", "u280_grid", "vck190", "npu1", "npu2")
 
 
 @dataclass(frozen=True)
