@@ -1,0 +1,250 @@
+"""Programs written with the Dato DSL: three designs that pass every check, and one program per
+class of static-check failure that must be rejected (``REJECTED`` maps each to its diagnostic kind).
+
+Lines the rejected programs are rejected at carry a ``# dato:`` marker, so tests can find them.
+
+>>> from dfopt.dato.checks import check
+>>> [len(check(f())) for f in ACCEPTED.values()]
+[0, 0, 0]
+>>> {kind: [d.kind for d in check(f())] for kind, f in REJECTED.items()}["deadlock"]
+['deadlock']
+"""
+
+from __future__ import annotations
+
+from dfopt.dato.frontend import (R, S, Program, Stream, StreamArray, Tensor, allreduce, compute, matmul,
+                                 reduce_sum)
+
+# == accepted designs =========================================================================
+
+
+def gemm_program(size: int = 256, grid: int = 4) -> Program:
+    """C = A @ B on a grid x grid x grid virtual grid (m, n, k).
+
+    ``load_a[m, k]`` sends its A block to the ``gemm`` instances of row m, ``load_b[k, n]`` its B
+    block to column n; ``gemm[m, n, k]`` multiplies its blocks, which contracts K, sharded over grid
+    axis 2, so each holds a partial sum until ``allreduce(..., axis=2)`` combines the k instances.
+    96 instances, 128 streams, 16 collective groups for the default 4x4x4 grid.
+    """
+    p = Program("gemm")
+    t = size // grid
+    A = Tensor("A", ("bf16", (size, size)), layout=[S(0), S(1)])  # blocks of load_a's (m, k) grid
+    B = Tensor("B", ("bf16", (size, size)), layout=[S(0), S(1)])  # blocks of load_b's (k, n) grid
+    C = Tensor("C", ("f32", (size, size)), layout=[S(0), S(1)])  # blocks of gemm's (m, n) axes
+    a_pipe = StreamArray("a_pipe", Stream[("bf16", (t, t)), 2, 1], shape=(grid, grid, grid))
+    b_pipe = StreamArray("b_pipe", Stream[("bf16", (t, t)), 2, 1], shape=(grid, grid, grid))
+
+    @p.task(mapping=[grid, grid])
+    def load_a(m, k):
+        a = A.load()
+        for n in range(grid):
+            a_pipe[m, n, k].put(a)
+
+    @p.task(mapping=[grid, grid])
+    def load_b(k, n):
+        b = B.load()
+        for m in range(grid):
+            b_pipe[m, n, k].put(b)
+
+    @p.task(mapping=[grid, grid, grid])
+    def gemm(m, n, k):
+        a = a_pipe[m, n, k].get(layout=[S(0), S(2)])
+        b = b_pipe[m, n, k].get(layout=[S(2), S(1)])
+        c = matmul(a, b, out_dtype="f32")  # K is sharded on grid axis 2: a partial sum
+        c = allreduce(c, op="sum", axis=2)
+        C.store(c)
+
+    return p
+
+
+def ffn_program(tokens: int = 256, d: int = 512, hidden: int = 1024, chunks: int = 4) -> Program:
+    """Y = gelu(X @ W1) @ W2 with each GEMM on its own 4x2 half of the fabric.
+
+    ``ffn1[i, j]`` computes rows block i and hidden half j and streams it in ``chunks`` row chunks
+    to ``ffn2[i, j]``, which contracts its hidden half (sharded on grid axis 1) and combines the two
+    halves with ``allreduce(..., axis=1)``. 16 instances, 8 streams, 4 collective groups.
+    """
+    p = Program("ffn")
+    X = Tensor("X", ("bf16", (tokens, d)), layout=[S(0), R])
+    W1 = Tensor("W1", ("bf16", (d, hidden)), layout=[R, S(1)])
+    W2 = Tensor("W2", ("bf16", (hidden, d)), layout=[S(1), R])
+    Y = Tensor("Y", ("bf16", (tokens, d)), layout=[S(0), R])
+    rows = tokens // 4 // chunks
+    h_pipe = StreamArray("h_pipe", Stream[("bf16", (rows, hidden // 2)), 2, 1], shape=(4, 2))
+
+    @p.task(mapping=[4, 2])
+    def ffn1(i, j):
+        h = matmul(X.load(), W1.load())  # hidden is sharded, K = d is not: no partial sum
+        h = compute("gelu", reads=[h])
+        for part in h.split(axis=0, parts=chunks):
+            h_pipe[i, j].put(part)
+
+    @p.task(mapping=[4, 2])
+    def ffn2(i, j):
+        w2 = W2.load()
+        for t in range(chunks):
+            h = h_pipe[i, j].get(layout=[S(0), S(1)], chunk=(0, t, chunks))
+            y = allreduce(matmul(h, w2), op="sum", axis=1)
+            Y.store(y, chunk=(0, t, chunks))
+
+    return p
+
+
+def attention_program(seq: int = 256, dim: int = 64, blocks: int = 4) -> Program:
+    """FlashAttention-style pipeline per query block: send_q -> gemm0 -> online softmax -> gemm1.
+
+    ``gemm0[i]`` computes the scores of query block i against each key block, ``softmax[i]`` turns
+    them into probabilities and rescale factors (running max and sum), ``gemm1[i]`` accumulates
+    P @ V and normalises. 16 instances, 16 streams, no collectives.
+    """
+    p = Program("attention")
+    b = seq // blocks
+    Q = Tensor("Q", ("bf16", (seq, dim)), layout=[S(0), R])
+    K = Tensor("K", ("bf16", (seq, dim)))
+    V = Tensor("V", ("bf16", (seq, dim)))
+    Out = Tensor("O", ("bf16", (seq, dim)), layout=[S(0), R])
+    q_pipe = StreamArray("q_pipe", Stream[("bf16", (b, dim)), 2], shape=(blocks,))
+    s_pipe = StreamArray("s_pipe", Stream[("f32", (b, b)), 2], shape=(blocks,))
+    p_pipe = StreamArray("p_pipe", Stream[("bf16", (b, b)), 2], shape=(blocks,))
+    m_pipe = StreamArray("m_pipe", Stream[("f32", (b,)), 4], shape=(blocks,))
+
+    @p.task(mapping=[blocks])
+    def send_q(i):
+        q_pipe[i].put(Q.load())
+
+    @p.task(mapping=[blocks])
+    def gemm0(i):
+        q = q_pipe[i].get(layout=[S(0), R])
+        for j in range(blocks):
+            k = K.load(chunk=(0, j, blocks))
+            s_pipe[i].put(compute("gemm", work=b * dim * b, reads=[q, k], out=("f32", (b, b))))
+
+    @p.task(mapping=[blocks])
+    def softmax(i):
+        for _ in range(blocks):
+            s = s_pipe[i].get()
+            m = compute("row_max", reads=[s], out=("f32", (b,)))
+            e = compute("exp", reads=[s, m], out=("bf16", (b, b)))
+            p_pipe[i].put(e)
+            m_pipe[i].put(compute("rescale", reads=[m, reduce_sum(e, axis=1)], out=("f32", (b,))))
+
+    @p.task(mapping=[blocks])
+    def gemm1(i):
+        acc = []
+        for j in range(blocks):
+            probs, scale = p_pipe[i].get(), m_pipe[i].get()
+            v = V.load(chunk=(0, j, blocks))
+            acc = [compute("gemm", work=b * b * dim, reads=[probs, v, scale] + acc, out=("f32", (b, dim)))]
+        Out.store(compute("normalize", reads=acc, out=("bf16", (b, dim))))
+
+    return p
+
+
+# == rejected programs (one per failure class) ================================================
+
+
+def two_producers_program() -> Program:
+    """Two tasks put on one stream."""
+    p = Program("two_producers")
+    out = Stream("out", Stream["f32", 2])
+
+    @p.task()
+    def left():
+        for _ in range(4):
+            out.put(compute("gen", out="f32"))
+
+    @p.task()
+    def right():
+        for _ in range(4):
+            out.put(compute("gen", out="f32"))  # dato: second producer
+
+    @p.task()
+    def sink():
+        for _ in range(8):
+            compute("use", reads=[out.get()])
+
+    return p
+
+
+def unbalanced_program() -> Program:
+    """The producer's loop puts 8 tokens, the consumer's gets 7."""
+    p = Program("unbalanced")
+    x = Stream("x", Stream[("f32", (16,)), 2])
+
+    @p.task()
+    def producer():
+        for _ in range(8):
+            x.put(compute("gen", out=("f32", (16,))))  # dato: unbalanced put
+
+    @p.task()
+    def consumer():
+        for _ in range(7):
+            compute("use", reads=[x.get()])  # dato: unbalanced get
+
+    return p
+
+
+def deadlock_program() -> Program:
+    """ping and pong both get before they put: each waits on the other's stream."""
+    p = Program("deadlock")
+    a = Stream("a", Stream["f32", 2])
+    b = Stream("b", Stream["f32", 2])
+
+    @p.task()
+    def ping():
+        for _ in range(4):
+            v = b.get()  # dato: ping blocks
+            a.put(compute("inc", reads=[v]))
+
+    @p.task()
+    def pong():
+        for _ in range(4):
+            v = a.get()  # dato: pong blocks
+            b.put(compute("inc", reads=[v]))
+
+    return p
+
+
+def missing_allreduce_program() -> Program:
+    """Row sums over an axis sharded on grid axis 0 are sent on without an allreduce."""
+    p = Program("missing_allreduce")
+    X = Tensor("X", ("f32", (8, 64)), layout=[R, S(0)])
+    sums = StreamArray("sums", Stream[("f32", (8,)), 2], shape=(4,))
+
+    @p.task(mapping=[4])
+    def row_sum(i):
+        s = reduce_sum(X.load(), axis=1)  # dato: reduction
+        sums[i].put(s)  # dato: use without allreduce
+
+    @p.task(mapping=[4])
+    def drain(i):
+        compute("use", reads=[sums[i].get()])
+
+    return p
+
+
+def layout_mismatch_program() -> Program:
+    """The producer sends row blocks of A, the consumer reads them as column blocks."""
+    p = Program("layout_mismatch")
+    A = Tensor("A", ("bf16", (64, 64)), layout=[S(0), R])
+    tiles = StreamArray("tiles", Stream[("bf16", (32, 64)), 2], shape=(2,))
+
+    @p.task(mapping=[2])
+    def pack(i):
+        tiles[i].put(A.load())  # dato: producer view
+
+    @p.task(mapping=[2])
+    def unpack(i):
+        compute("use", reads=[tiles[i].get(layout=[R, S(0)])])  # dato: consumer view
+
+    return p
+
+
+ACCEPTED = {"gemm": gemm_program, "ffn": ffn_program, "attention": attention_program}
+REJECTED = {
+    "producer": two_producers_program,
+    "balance": unbalanced_program,
+    "deadlock": deadlock_program,
+    "partial": missing_allreduce_program,
+    "layout": layout_mismatch_program,
+}
