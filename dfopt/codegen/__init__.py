@@ -4,7 +4,8 @@
   ``hls::stream`` FIFOs with the solved depths, a ``#pragma HLS dataflow`` top), built with g++
   for software simulation against a NumPy reference;
 - :mod:`dfopt.codegen.poly` — C of a polyhedral program in a schedule's order through isl's AST
-  builder, with OpenMP pragmas on parallel loops, and a harness to compile, run and time it.
-
-MLIR-AIE generation for NPU mappings is not built yet.
+  builder, with OpenMP pragmas on parallel loops, and a harness to compile, run and time it;
+- :mod:`dfopt.codegen.aie` — MLIR-AIE (custom syntax and the generic form) of a physical NPU
+  design: tiles, object FIFOs, links through mem tiles, cores, the runtime sequence. Producing
+  that design from a mapping solution is not built yet.
 """

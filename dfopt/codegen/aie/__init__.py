@@ -1,0 +1,27 @@
+"""MLIR-AIE target for the AMD NPU (DESIGN 5.7): a physical design and its MLIR text.
+
+- :mod:`dfopt.codegen.aie.design` — :class:`AieDesign` (tiles, object FIFOs, links through mem
+  tiles, cores, the runtime sequence) and its checks against an NPU platform preset;
+- :mod:`dfopt.codegen.aie.emit` — the design as mlir-aie custom syntax (for ``aiecc.py``) and as
+  MLIR generic form (for any MLIR parser, e.g. xDSL with unregistered dialects).
+"""
+
+from dfopt.codegen.aie.design import (
+    AieDesign,
+    Core,
+    DmaTransfer,
+    DmaWait,
+    FifoAccess,
+    HostBuffer,
+    Link,
+    ObjectFifo,
+    Runtime,
+    Tile,
+    problems,
+    validate,
+)
+from dfopt.codegen.aie.emit import emit_generic_mlir, emit_mlir, write_mlir
+
+__all__ = ["AieDesign", "Core", "DmaTransfer", "DmaWait", "FifoAccess", "HostBuffer", "Link",
+           "ObjectFifo", "Runtime", "Tile", "problems", "validate", "emit_mlir", "emit_generic_mlir",
+           "write_mlir"]
