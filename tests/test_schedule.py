@@ -470,3 +470,14 @@ def test_no_openmp_team_under_two_sequential_loops():
     assert "omp parallel" not in deep and "not forked" in deep
     wave = kernel_c(p, "[N] -> { S0[t, s, i] -> [t, s, i] }", parallel=[False, True, True])
     assert wave.count("#pragma omp parallel for") == 1
+
+
+def test_ties_in_both_directions_get_an_ordering_row():
+    """Found by hypothesis: for i { for j: B[i][j] = A[i][j]; for j: B[j][i] = A[i][j] }. After
+    full-rank rows the two statements' writes of B[i][j] and B[j][i] tie in both directions (S0
+    first when i < j, S1 first when i > j); no scalar cut orders that, a further row must."""
+    spec = (2, True, [("S0", ["i", "j"], [("A", [(0, 0), (1, 0)])], [("B", [(0, 0), (1, 0)])]),
+                      ("S1", ["i", "j"], [("A", [(0, 0), (1, 0)])], [("B", [(1, 0), (0, 0)])])])
+    for strategy in ("pluto", "feautrier", "isl", "tensor"):
+        sol = solve_instance(Instance("ties", "schedule", program=build_program(spec)), strategy=strategy)
+        assert sol.ok and brute_force_legal(spec, section(sol)["map"])

@@ -58,7 +58,7 @@ class Row:
     c: dict
     p: dict
     e: dict
-    kind: str = "loop"     # loop | cut | fusion | final
+    kind: str = "loop"     # loop | cut | fusion
     carried: tuple = ()   # edge ids satisfied here
 
     @property
@@ -129,6 +129,7 @@ class RowRequest:
     zero: dict = field(default_factory=dict)    # stmt -> iterator indices forced to 0 (vectorize)
     unit: dict = field(default_factory=dict)    # stmt -> iterator index: row = that iterator (parallel)
     proximity_edges: list = field(default_factory=list)
+    satisfy_one: bool = False     # at least one edge strongly satisfied (rows after full rank)
 
 
 class RowModel:
@@ -160,8 +161,10 @@ class RowModel:
             V[s.name] = (c, p, e, a)
         levels = []
         sat = {}
-        if "feautrier" in req.costs:
+        if "feautrier" in req.costs or req.satisfy_one:
             sat = {edge.id: m.bool_var(f"sat[{edge.id}]") for edge in req.edges}
+        if req.satisfy_one:
+            m.add(sum(sat.values()) >= 1)
         for edge in req.edges:
             self._farkas(m, edge, V, sign=1, slack=sat.get(edge.id))
             if req.coincident:
@@ -562,12 +565,11 @@ class Scheduler:
             if full and not live:
                 break
             if full:
-                order = scc_order(self.problem, live)
-                if order is None:
-                    raise NoSolutionError("every statement has a full-rank schedule but dependences "
-                                          f"{[e.describe() for e in live][:3]} remain in a cycle")
-                live = self._cut(live, "final", order)
-                band_live = list(live)
+                cut = self._cut(live, "cut")
+                if cut is None:   # ties in both directions between statements: a row must order them
+                    cut = self._ordering_row(live, loop_index)
+                    loop_index += 1
+                live, band_live = cut, list(cut)
                 continue
             dim = self.config.dimension(loop_index)
             if dim.fusion is not None and not getattr(self, "_fused_at", set()) >= {loop_index}:
@@ -604,6 +606,23 @@ class Scheduler:
             loop_index += 1
         self.out.directives = list(self.directives)
         return self.out
+
+    def _ordering_row(self, live: list, loop_index: int) -> list:
+        """Every statement is full rank, yet live pairs are tied in a cycle no cut can order: a
+        row that strongly satisfies at least one live edge (as many as possible)."""
+        req = RowRequest(edges=live, costs=("feautrier",) + tuple(c for c in self.config.costs if c != "feautrier"),
+                         constraints=tuple(self.config.constraints), proximity_edges=live + self.rar, satisfy_one=True)
+        row = self._try(req)
+        if row is None and self.config.bounds.negative == "auto" and not self.negative:
+            self.negative = True
+            self.out.warnings.append(f"no ordering row with non-negative coefficients at loop dimension "
+                                     f"{loop_index}; negative coefficients allowed from there")
+            row = self._try(req)
+        if row is None:
+            raise NoSolutionError("every statement has a full-rank schedule but dependences "
+                                  f"{[e.describe() for e in live][:3]} stay tied in a cycle and no row within "
+                                  f"the bounds {vars(self.config.bounds)} orders any of them")
+        return self._append(row, live)
 
     def _refine(self, live: list) -> list | None:
         """Replace each live edge by its pairs still unordered by the rows so far (a whole edge
