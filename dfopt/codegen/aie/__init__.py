@@ -1,11 +1,14 @@
 """MLIR-AIE target for the AMD NPU (DESIGN 5.7): a physical design and its MLIR text.
 
 - :mod:`dfopt.codegen.aie.design` — :class:`AieDesign` (tiles, object FIFOs, links through mem
-  tiles, cores, the runtime sequence) and its checks against an NPU platform preset;
+  tiles, cores, the runtime sequence) and mlir-aie's DMA-channel and memory rules;
+- :mod:`dfopt.codegen.aie.checks` — :func:`problems` / :func:`validate`, its checks against an NPU
+  platform preset (re-exported by ``design``);
 - :mod:`dfopt.codegen.aie.emit` — the design as mlir-aie custom syntax (for ``aiecc.py``) and as
   MLIR generic form (for any MLIR parser, e.g. xDSL with unregistered dialects).
 """
 
+from dfopt.codegen.aie.checks import problems, validate
 from dfopt.codegen.aie.design import (
     AieDesign,
     Core,
@@ -17,8 +20,6 @@ from dfopt.codegen.aie.design import (
     ObjectFifo,
     Runtime,
     Tile,
-    problems,
-    validate,
 )
 from dfopt.codegen.aie.emit import emit_generic_mlir, emit_mlir, write_mlir
 

@@ -1,0 +1,231 @@
+"""The recorder of one Dato task instance: every DSL call in a task body lands in :class:`_Recorder`.
+
+Each call appends an :class:`~dfopt.dato.record.Op` with the user's source line to the
+instance (its ``work`` adds to the instance's), keeps one buffer per source line that creates
+a value (at that line's largest value), and notes in the
+:class:`~dfopt.dato.record.Recording` what the static checks need: stream ends and token views,
+collective groups, partial sums used before their allreduce, type and layout mismatches.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from dfopt.dato.dsl_types import (_CURRENT, _DSL_FILES, ElemType, S, Stream, Tensor, _caller, _fail, _layout,
+                                  elem_type, layout_text)
+from dfopt.dato.record import (CollectiveGroup, Mismatch, Op, PendingUse, Recording, TaskInstance, TokenView, Value,
+                               _refine, view_text)
+
+if TYPE_CHECKING:
+    from dfopt.dato.frontend import Task
+
+_DSL_FILES.add(__file__)
+
+REDUCE_OPS = ("sum", "max", "min", "prod")
+
+
+def _drop(t: tuple | None, axis: int) -> tuple | None:
+    return None if t is None else t[:axis] + t[axis + 1:]
+
+
+def _check_chunk(chunk, rank: int) -> None:
+    ok = (isinstance(chunk, tuple) and len(chunk) == 3 and all(isinstance(c, int) for c in chunk)
+          and 0 <= chunk[0] < rank and chunk[2] >= 1 and 0 <= chunk[1] < chunk[2])
+    if not ok:
+        _fail("layout", f"expected chunk=(axis, i, parts) with 0 <= axis < {rank} and 0 <= i < parts, got {chunk!r}")
+
+
+class _Recorder:
+    """Records one task instance: every DSL call lands in one of these methods."""
+
+    def __init__(self, rec: Recording, task: "Task", index: tuple):
+        self.rec, self.task, self.index, self.grid = rec, task, index, task.mapping
+        self.inst = TaskInstance(task.instance_name(index), task.name, index, task.mapping,
+                                 file=task.file, line=task.line)
+        self.buffers: dict = {}
+
+    # -- helpers --------------------------------------------------------------------------
+    def _op(self, kind: str, **fields) -> Op:
+        file, line = _caller()
+        op = Op(kind, line, file=file, **fields)
+        self.inst.ops.append(op)
+        self.inst.work += op.work
+        return op
+
+    def _value(self, op: Op, elem, layout=None, view=None, pending=None) -> Value:
+        if elem is not None:
+            key = (op.file, op.line)
+            self.buffers[key] = max(self.buffers.get(key, 0), elem.bytes)
+        return Value(self.inst.name, elem, layout, view, pending, op.line)
+
+    def _own(self, value) -> None:
+        if isinstance(value, Value) and value.owner != self.inst.name:
+            _fail("value", f"a value recorded in instance {value.owner} is used in {self.inst.name}; "
+                           "pass data between instances through a stream")
+
+    def _use(self, value, op: Op, use: str, target: str) -> None:
+        self._own(value)
+        if isinstance(value, Value):
+            for axis, reduce_line in sorted(value.pending.items()):
+                self.rec.pending_uses.append(PendingUse(self.task.name, self.inst.name, op.line, use, target,
+                                                        axis, reduce_line, op.file))
+
+    def _view(self, layout: tuple, chunk) -> tuple:
+        view = []
+        for axis, p in enumerate(layout):
+            if isinstance(p, S) and p.axis >= len(self.grid):
+                _fail("layout", f"layout {layout_text(layout)} shards axis {axis} over grid axis {p.axis}, "
+                                f"but task '{self.task.name}' has the {len(self.grid)}-axis grid {list(self.grid)}")
+            view.append((self.grid[p.axis], self.index[p.axis]) if isinstance(p, S) else (1, 0))
+        if chunk is not None:
+            _check_chunk(chunk, len(layout))
+            view = list(_refine(tuple(view), chunk))
+        return tuple(view)
+
+    def _tile(self, tensor: Tensor, layout, chunk) -> tuple:
+        layout = tensor.layout if layout is None else _layout(layout, len(tensor.type.shape), f"tensor {tensor.name!r}")
+        view = self._view(layout, chunk)
+        shape = []
+        for axis, (n, (count, _)) in enumerate(zip(tensor.type.shape, view)):
+            if n % count:
+                _fail("layout", f"tensor {tensor.name!r}: axis {axis} of extent {n} does not split into {count} "
+                                f"equal blocks (layout {layout_text(layout)})")
+            shape.append(n // count)
+        return layout, view, ElemType(tensor.type.dtype, tuple(shape))
+
+    # -- streams --------------------------------------------------------------------------
+    def put(self, s: Stream, value) -> None:
+        sr = self.rec.stream(s)
+        op = self._op("put", stream=s.name, work=1)
+        sr.producers.setdefault(self.inst.name, []).append(op.line)
+        self._use(value, op, "put", s.name)
+        elem = value.elem if isinstance(value, Value) else None
+        if elem is not None and elem != s.type.elem:
+            self.rec.mismatches.append(Mismatch(
+                "type", self.task.name, self.inst.name, op.line,
+                f"stream '{s.name}': {self.inst.name} puts a value of type {elem} at line {op.line}, "
+                f"but the stream carries {s.type.elem}", s.name, op.file))
+        view = value.view if isinstance(value, Value) else None
+        sr.put_views.append(None if view is None else TokenView(value.layout, view, self.inst.name, op.line))
+
+    def get(self, s: Stream, layout, chunk) -> Value:
+        sr = self.rec.stream(s)
+        op = self._op("get", stream=s.name, work=1)
+        sr.consumers.setdefault(self.inst.name, []).append(op.line)
+        view = None
+        if layout is not None:
+            layout = _layout(layout, len(s.type.elem.shape), f"get from stream '{s.name}'")
+            view = self._view(layout, chunk)
+        sr.get_views.append(None if view is None else TokenView(layout, view, self.inst.name, op.line))
+        return self._value(op, s.type.elem, layout, view)
+
+    # -- tensors --------------------------------------------------------------------------
+    def load(self, tensor: Tensor, layout, chunk) -> Value:
+        layout, view, elem = self._tile(tensor, layout, chunk)
+        op = self._op("load", name=tensor.name)
+        return self._value(op, elem, layout, view)
+
+    def store(self, tensor: Tensor, value, layout, chunk) -> None:
+        layout, view, elem = self._tile(tensor, layout, chunk)
+        op = self._op("store", name=tensor.name)
+        self._use(value, op, "store", tensor.name)
+        if not isinstance(value, Value):
+            return
+        if value.elem is not None and value.elem != elem:
+            self.rec.mismatches.append(Mismatch(
+                "type", self.task.name, self.inst.name, op.line,
+                f"task '{self.task.name}' line {op.line}: stores a value of type {value.elem} into tensor "
+                f"'{tensor.name}', whose tile here is {elem}", None, op.file))
+        elif value.view is not None and value.view != view:
+            self.rec.mismatches.append(Mismatch(
+                "layout", self.task.name, self.inst.name, op.line,
+                f"task '{self.task.name}' line {op.line}: {self.inst.name} stores a tile with layout "
+                f"{layout_text(value.layout)} ({view_text(value.view)}) into tensor '{tensor.name}', whose layout "
+                f"{layout_text(layout)} gives this instance {view_text(view)}", None, op.file))
+
+    # -- compute --------------------------------------------------------------------------
+    def compute(self, name: str, work, reads, writes, out) -> Value:
+        reads = list(reads) if isinstance(reads, (list, tuple)) else [reads]
+        first = next((r for r in reads if isinstance(r, Value)), None)
+        elem = elem_type(out) if out is not None else (first.elem if first is not None else None)
+        if work is None:
+            work = math.prod(elem.shape) if elem is not None else 1
+        if not isinstance(work, int) or work < 0:
+            _fail("work", f"compute {name!r}: expected work as a non-negative integer of cycles, got {work!r}")
+        names = tuple(w.name if isinstance(w, Tensor) else str(w) for w in writes)
+        op = self._op("compute", name=name, work=work, writes=names)
+        for r in reads:
+            self._use(r, op, "compute", name)
+        if out is None and first is not None:
+            return self._value(op, elem, first.layout, first.view)
+        return self._value(op, elem)
+
+    def matmul(self, a: Value, b: Value, work, out_dtype) -> Value:
+        for v in (a, b):
+            if not isinstance(v, Value) or v.elem is None or len(v.shape) != 2:
+                _fail("shape", f"matmul expects two traced 2-D values, got {v!r}")
+        (m, k), (k2, n) = a.shape, b.shape
+        if k != k2:
+            _fail("shape", f"matmul of {a.elem} and {b.elem}: inner extents {k} and {k2} differ")
+        op = self._op("compute", name="gemm", work=m * k * n if work is None else work)
+        self._use(a, op, "compute", "gemm")
+        self._use(b, op, "compute", "gemm")
+        layout = None if a.layout is None or b.layout is None else (a.layout[0], b.layout[1])
+        view = None if a.view is None or b.view is None else (a.view[0], b.view[1])
+        contracted = [lay[i] for lay, i in ((a.layout, 1), (b.layout, 0)) if lay is not None]
+        pending = {p.axis: op.line for p in contracted if isinstance(p, S)}
+        return self._value(op, ElemType(out_dtype or a.elem.dtype, (m, n)), layout, view, pending)
+
+    def reduce(self, x: Value, axis: int) -> Value:
+        if not isinstance(x, Value) or x.elem is None or not 0 <= axis < len(x.shape):
+            _fail("shape", f"reduce_sum over axis {axis} needs a traced value with that axis, got {x!r}")
+        op = self._op("reduce", name="sum", work=math.prod(x.shape))
+        self._use(x, op, "compute", "reduce_sum")
+        pending = {}
+        if x.layout is not None and isinstance(x.layout[axis], S):
+            pending[x.layout[axis].axis] = op.line
+        elem = ElemType(x.elem.dtype, _drop(x.shape, axis))
+        return self._value(op, elem, _drop(x.layout, axis), _drop(x.view, axis), pending)
+
+    def allreduce(self, x: Value, op_name: str, axis: int) -> Value:
+        self._own(x)
+        if op_name not in REDUCE_OPS:
+            _fail("collective", f"allreduce op {op_name!r} is unknown; expected one of: {', '.join(REDUCE_OPS)}")
+        if not isinstance(axis, int) or not 0 <= axis < len(self.grid):
+            _fail("collective", f"allreduce over grid axis {axis}, but task '{self.task.name}' has the "
+                                f"{len(self.grid)}-axis grid {list(self.grid)}")
+        group = self._group(axis, x)
+        work = math.prod(x.shape) if isinstance(x, Value) and x.elem is not None else 1
+        op = self._op("allreduce", name=op_name, group=group.name, work=work)
+        group.calls.setdefault(self.inst.name, []).append((op.line, op_name))
+        if not isinstance(x, Value):
+            return self._value(op, None)
+        pending = {a: ln for a, ln in x.pending.items() if a != axis}
+        return self._value(op, x.elem, x.layout, x.view, pending)
+
+    def _group(self, axis: int, x) -> CollectiveGroup:
+        coords = [str(c) if a != axis else "*" for a, c in enumerate(self.index)]
+        name = "_".join([self.task.name] + coords)
+        if name not in self.rec.groups:
+            members = tuple(self.task.instance_name(self.index[:axis] + (c,) + self.index[axis + 1:])
+                            for c in range(self.grid[axis]))
+            self.rec.groups[name] = CollectiveGroup(name, self.task.name, axis, members)
+        group = self.rec.groups[name]
+        if isinstance(x, Value) and x.elem is not None:
+            group.bits = max(group.bits, x.elem.bits)
+        return group
+
+    def finish(self) -> TaskInstance:
+        self.inst.local_bytes = sum(self.buffers.values())
+        return self.inst
+
+
+def _record_instance(rec: Recording, task: Task, index: tuple) -> TaskInstance:
+    recorder = _Recorder(rec, task, index)
+    token = _CURRENT.set(recorder)
+    try:
+        task.fn(*index) if task.takes_index else task.fn()
+    finally:
+        _CURRENT.reset(token)
+    return recorder.finish()
