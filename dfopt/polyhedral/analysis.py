@@ -137,15 +137,16 @@ def scalar_dims(sched) -> list[bool]:
     return flags
 
 
-def bands(deps, sched) -> list[Band]:
+def bands(deps, sched, par: list | None = None) -> list[Band]:
     """Maximal permutable runs of consecutive loop (non-scalar) dimensions, outermost first.
     A loop dimension that cannot join its predecessor's band starts a band of its own
-    (``permutable`` is then True: one loop alone is trivially permutable)."""
+    (``permutable`` is then True: one loop alone is trivially permutable). ``par``: the
+    :func:`parallel_flags` when already computed."""
     s = as_union_map(sched)
     n = out_dims(s)
     t = time_dependences(deps, s)
     scalar = scalar_dims(s)
-    par = parallel_flags(deps, s)
+    par = parallel_flags(deps, s) if par is None else par
     result, d = [], 0
     while d < n:
         if scalar[d]:

@@ -44,7 +44,8 @@ def _context(program: Program) -> isl.Set | None:
     return isl.Set(program.context) if program.context else None
 
 
-def _domains(program: Program) -> isl.UnionSet:
+def domains(program: Program) -> isl.UnionSet:
+    """The union of the statement domains, within the program's context."""
     domains = None
     for s in program.statements:
         d = isl.UnionSet.from_set(isl.Set(s.domain))
@@ -63,18 +64,18 @@ def _union(texts, space_of: isl.UnionSet) -> isl.UnionMap:
 
 
 def access_relations(program: Program) -> tuple[isl.UnionMap, isl.UnionMap]:
-    """(reads, writes): statement instance -> array element, restricted to domains and context."""
-    domains = _domains(program)
-    reads = _union((r for s in program.statements for r in s.reads), domains)
-    writes = _union((w for s in program.statements for w in s.writes), domains)
-    return reads.intersect_domain(domains).coalesce(), writes.intersect_domain(domains).coalesce()
+    """(reads, writes): statement instance -> array element, restricted to the domains and the context."""
+    doms = domains(program)
+    reads = _union((r for s in program.statements for r in s.reads), doms)
+    writes = _union((w for s in program.statements for w in s.writes), doms)
+    return reads.intersect_domain(doms).coalesce(), writes.intersect_domain(doms).coalesce()
 
 
 def original_schedule(program: Program) -> isl.UnionMap:
     """The program's schedule (``program.schedule``, else the union of the statements' own
     schedules) restricted to the domains. Raises ``ValueError`` when a statement is unscheduled
     or when the schedule's time spaces differ (pad to one 2d+1 length)."""
-    domains = _domains(program)
+    doms = domains(program)
     if program.schedule:
         sched = isl.UnionMap(program.schedule)
     else:
@@ -82,9 +83,9 @@ def original_schedule(program: Program) -> isl.UnionMap:
         if any(p is None for p in pieces):
             missing = [s.name for s in program.statements if s.schedule is None]
             raise ValueError(f"no program schedule and statement(s) {missing} have none")
-        sched = _union(pieces, domains)
-    sched = sched.intersect_domain(domains).coalesce()
-    unscheduled = domains.subtract(sched.domain())
+        sched = _union(pieces, doms)
+    sched = sched.intersect_domain(doms).coalesce()
+    unscheduled = doms.subtract(sched.domain())
     if not unscheduled.is_empty():
         raise ValueError(f"the schedule does not cover the instances {unscheduled}")
     _check_one_time_space(sched)
@@ -123,6 +124,13 @@ def dependences(program: Program, kinds=KINDS) -> dict[str, isl.UnionMap]:
             dep = dep.intersect_params(context)
         result[kind] = dep.coalesce()
     return result
+
+
+def read_pairs(program: Program) -> isl.UnionMap:
+    """Read-after-read pairs (source read before sink read of one element): not a dependence, a
+    reordering may swap them, but a scheduler may keep them close (proximity)."""
+    reads, _ = access_relations(program)
+    return reads.apply_range(reads.reverse()).intersect(_before(original_schedule(program))).coalesce()
 
 
 def violated(deps: dict, schedule: isl.UnionMap | str) -> dict[str, isl.UnionMap]:

@@ -89,7 +89,8 @@ import islpy as isl
 
 from dfopt.errors import CodegenError
 from dfopt.ir.program import Program
-from dfopt.polyhedral.analysis import parallel_flags
+from dfopt.polyhedral.analysis import maps, parallel_flags
+from dfopt.polyhedral.dependences import domains
 
 #: The macros isl's C text of AST expressions relies on (same meaning as isl's own).
 ISL_MACROS = """\
@@ -122,16 +123,7 @@ def _context(program: Program) -> isl.Set:
 def _domains(program: Program) -> isl.UnionSet:
     if not program.statements:
         raise CodegenError("the program has no statements")
-    domains = None
-    for s in program.statements:
-        d = isl.UnionSet.from_set(isl.Set(s.domain))
-        domains = d if domains is None else domains.union(d)
-    return domains.intersect_params(_context(program))
-
-
-def _maps(umap: isl.UnionMap) -> list:
-    ml = umap.get_map_list()
-    return [ml.get_at(i) for i in range(ml.n_map())]
+    return domains(program)
 
 
 def _schedule(program: Program, schedule) -> tuple[isl.UnionMap, int]:
@@ -142,7 +134,7 @@ def _schedule(program: Program, schedule) -> tuple[isl.UnionMap, int]:
     missing = domains.subtract(sched.domain())
     if not missing.is_empty():
         raise CodegenError(f"the schedule does not cover the statement instances {missing}")
-    dims = {m.dim(isl.dim_type.out) for m in _maps(sched)}
+    dims = {m.dim(isl.dim_type.out) for m in maps(sched)}
     if len(dims) != 1:
         raise CodegenError(f"every statement must map to the same number of schedule dimensions; "
                            f"found {sorted(dims)} (pad with zeros)")
@@ -217,7 +209,7 @@ def statement_macros(program: Program) -> tuple[str, str]:
 def _project(umap: isl.UnionMap, d: int) -> isl.UnionMap:
     """``umap`` with only output dimension ``d`` kept."""
     out = None
-    for m in _maps(umap):
+    for m in maps(umap):
         n = m.dim(isl.dim_type.out)
         m = m.project_out(isl.dim_type.out, d + 1, n - d - 1).project_out(isl.dim_type.out, 0, d)
         u = isl.UnionMap.from_map(m)

@@ -189,7 +189,7 @@ def schedule_program(instance, options: Options) -> dict:
     sched = isl.UnionMap(text).intersect_domain(problem.domains)
     par = parallel_flags(problem.deps, sched)
     n = len(par)
-    band_list = bands(problem.deps, sched)
+    band_list = bands(problem.deps, sched, par)
     new_pos = list(range(n))
     if formulation == "polytops" and config.reorder == "contiguity" and \
             not any(d.kind == "vectorize" for d in out.directives):
@@ -197,7 +197,8 @@ def schedule_program(instance, options: Options) -> dict:
         if order != list(range(n)):
             text = str(permute(isl.UnionMap(text), order))
             sched = isl.UnionMap(text).intersect_domain(problem.domains)
-            par, band_list = parallel_flags(problem.deps, sched), bands(problem.deps, sched)
+            par = parallel_flags(problem.deps, sched)
+            band_list = bands(problem.deps, sched, par)
             new_pos = [order.index(d) for d in range(n)]
     sec = {"map": text, "dims": n, "parallel": par, "scalar": scalar_dims(sched),
            "bands": [b.to_dict() for b in band_list]}

@@ -15,8 +15,9 @@ import time
 import islpy as isl
 
 from dfopt.models.schedule.config import Config
-from dfopt.models.schedule.problem import SchedulingProblem, _rar
+from dfopt.models.schedule.problem import SchedulingProblem
 from dfopt.polyhedral.analysis import pad
+from dfopt.polyhedral.dependences import read_pairs
 
 ALGORITHM_ISL, ALGORITHM_FEAUTRIER = 0, 1
 
@@ -34,7 +35,7 @@ def isl_schedule(problem: SchedulingProblem, config: Config) -> tuple[str, float
     validity = isl.UnionMap(str(deps), context=ctx)
     proximity = validity
     if config.rar:
-        proximity = proximity.union(isl.UnionMap(str(_rar(problem.program)), context=ctx))
+        proximity = proximity.union(isl.UnionMap(str(read_pairs(problem.program)), context=ctx))
     sc = isl.ScheduleConstraints.on_domain(domain)
     if problem.program.context:
         sc = sc.set_context(isl.Set(problem.program.context, context=ctx))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import islpy as isl
 
 from dfopt.polyhedral.analysis import as_union_map, bands, maps, parallel_flags
-from dfopt.polyhedral.dependences import _domains, dependences, violated
+from dfopt.polyhedral.dependences import dependences, domains, violated
 from dfopt.solution import Check
 
 
@@ -42,8 +42,8 @@ def _parse(text, what: str, bad: list):
 
 def _legal(program, deps, sched: isl.UnionMap, what: str) -> list:
     bad = []
-    domains = _domains(program)
-    missing = domains.subtract(sched.domain())
+    doms = domains(program)
+    missing = doms.subtract(sched.domain())
     if not missing.is_empty():
         bad.append(f"{what}: instances without a time: {missing}")
         return bad
@@ -52,7 +52,7 @@ def _legal(program, deps, sched: isl.UnionMap, what: str) -> list:
         bad.append(f"{what}: statements have time vectors of different lengths {sorted(dims)}")
         return bad
     broken = []
-    for kind, v in violated(deps, sched.intersect_domain(domains)).items():
+    for kind, v in violated(deps, sched.intersect_domain(doms)).items():
         for m in maps(v):
             broken.append(f"{kind} {m}")
     if broken:
@@ -63,8 +63,8 @@ def _legal(program, deps, sched: isl.UnionMap, what: str) -> list:
 
 def _injective(program, sched: isl.UnionMap, what: str) -> list:
     bad = []
-    domains = _domains(program)
-    for m in maps(sched.intersect_domain(domains)):
+    doms = domains(program)
+    for m in maps(sched.intersect_domain(doms)):
         if not m.is_injective():
             bad.append(f"{what}: two instances of {m.get_tuple_name(isl.dim_type.in_)} share a time vector")
     return bad
@@ -109,7 +109,7 @@ def checks(instance, solution) -> list[Check]:
     out.append(Check("schedule-legal", not bad, bad))
     if sched is None or bad:
         return out
-    sched = sched.intersect_domain(_domains(program))
+    sched = sched.intersect_domain(domains(program))
     inj = _injective(program, sched, "map")
     out.append(Check("schedule-injective", not inj, inj))
     par = _parallel(deps, sched, sec.get("parallel"), "parallel")
@@ -122,7 +122,7 @@ def checks(instance, solution) -> list[Check]:
         if tiled is not None:
             tb += _legal(program, deps, tiled, "tiled_map")
             if not tb:
-                tiled = tiled.intersect_domain(_domains(program))
+                tiled = tiled.intersect_domain(domains(program))
                 tb += _injective(program, tiled, "tiled_map")
                 tb += _parallel(deps, tiled, sec.get("tiled_parallel"), "tiled_parallel")
         out.append(Check("schedule-tiled", not tb, tb))

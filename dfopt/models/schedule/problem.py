@@ -22,7 +22,7 @@ import islpy as isl
 
 from dfopt.ir.program import Program
 from dfopt.polyhedral.analysis import maps
-from dfopt.polyhedral.dependences import access_relations, dependences, original_schedule
+from dfopt.polyhedral.dependences import dependences, read_pairs
 from dfopt.polyhedral.farkas import Cone, cone
 
 DEFAULT_PARAM = 1000
@@ -149,18 +149,10 @@ def _basic_maps(umap: isl.UnionMap) -> list:
     return out
 
 
-def _rar(program: Program) -> isl.UnionMap:
-    reads, _ = access_relations(program)
-    sched = original_schedule(program)
-    before = sched.lex_lt_union_map(sched)
-    return reads.apply_range(reads.reverse()).intersect(before).coalesce()
-
-
 def build_problem(program: Program, rar: bool = False, deps: dict | None = None,
                   cones: bool = True) -> SchedulingProblem:
     """The statements and edges of ``program``; ``deps`` reuses dependences computed before,
     ``cones=False`` skips the Farkas cones (for isl's scheduler, which computes its own)."""
-    ctx = None
     context = isl.Set(program.context) if program.context else None
     stmts = []
     for i, s in enumerate(program.statements):
@@ -169,7 +161,6 @@ def build_problem(program: Program, rar: bool = False, deps: dict | None = None,
             dom = dom.intersect_params(context)
         iters = [dom.get_dim_name(isl.dim_type.set, j) or f"i{j}" for j in range(dom.dim(isl.dim_type.set))]
         stmts.append(Stmt(s.name, i, iters, dom))
-        ctx = dom.get_ctx()
     values = _dataset(program)
     for st, s in zip(stmts, program.statements):
         _stmt_measures(st, [isl.Map(t) for t in tuple(s.reads) + tuple(s.writes)], program, values)
@@ -190,7 +181,7 @@ def build_problem(program: Program, rar: bool = False, deps: dict | None = None,
         edges.append(Edge(len(edges), key[0], key[1], bm, tuple(kinds_of.get(key, ())),
                           cone(bm) if cones else None))
     if rar:
-        for bm in _basic_maps(_rar(program)):
+        for bm in _basic_maps(read_pairs(program)):
             if not bm.is_empty():
                 key = (bm.get_tuple_name(isl.dim_type.in_), bm.get_tuple_name(isl.dim_type.out))
                 edges.append(Edge(len(edges), key[0], key[1], bm, ("rar",), cone(bm) if cones else None,
@@ -199,5 +190,4 @@ def build_problem(program: Program, rar: bool = False, deps: dict | None = None,
     for st in stmts:
         u = isl.UnionSet.from_set(st.domain)
         domains = u if domains is None else domains.union(u)
-    del ctx
     return SchedulingProblem(program, list(program.params), stmts, edges, deps, domains, values)

@@ -355,13 +355,6 @@ def _satisfied(edge: Edge, row: Row, n_params: int) -> bool:
     return edge.cone.contains(a)
 
 
-def _weakly(edge: Edge, row: Row, n_params: int) -> bool:
-    a = [row.e[edge.dst] - row.e[edge.src]]
-    a += [row.p[edge.dst][k] - row.p[edge.src][k] for k in range(n_params)]
-    a += [-x for x in row.c[edge.src]] + list(row.c[edge.dst])
-    return edge.cone.contains(a)
-
-
 def _affine_text(row: Row, stmt, iters: list, params: list) -> str:
     terms = [f"{c}*{it}" for c, it in zip(row.c[stmt.name], iters) if c]
     terms += [f"{c}*{p}" for c, p in zip(row.p[stmt.name], params) if c]
@@ -430,6 +423,7 @@ class Scheduler:
         self.separated = set()   # statements distributed before their vector loop (auto_vectorize)
         self.negative = config.bounds.negative is True
         self.edge_ids = max((e.id for e in problem.edges), default=0)
+        self.fused_at = set()    # loop dimensions whose configured fusion was applied
 
     def _auto_directives(self) -> list:
         if not self.config.auto_vectorize:
@@ -572,8 +566,8 @@ class Scheduler:
                 live, band_live = cut, list(cut)
                 continue
             dim = self.config.dimension(loop_index)
-            if dim.fusion is not None and not getattr(self, "_fused_at", set()) >= {loop_index}:
-                self._fused_at = getattr(self, "_fused_at", set()) | {loop_index}
+            if dim.fusion is not None and loop_index not in self.fused_at:
+                self.fused_at.add(loop_index)
                 live, band_live = self._configured_fusion(dim.fusion, live, band_live, loop_index)
                 continue
             if self.config.auto_vectorize:
@@ -694,13 +688,7 @@ def rows_to_map(problem: SchedulingProblem, rows: list) -> str:
     """The schedule as isl union-map text, one time vector of ``len(rows)`` per statement."""
     pieces = []
     for s in problem.stmts:
-        exprs = []
-        for r in rows:
-            terms = [f"{c}*{it}" for c, it in zip(r.c[s.name], s.iters) if c]
-            terms += [f"{c}*{p}" for c, p in zip(r.p[s.name], problem.params) if c]
-            if r.e[s.name] or not terms:
-                terms.append(str(r.e[s.name]))
-            exprs.append(" + ".join(terms).replace("+ -", "- "))
+        exprs = [_affine_text(r, s, s.iters, problem.params) for r in rows]
         pieces.append(f"{s.name}[{', '.join(s.iters)}] -> [{', '.join(exprs)}]")
     head = f"[{', '.join(problem.params)}] -> " if problem.params else ""
     return str(isl.UnionMap(f"{head}{{ {'; '.join(pieces)} }}"))
