@@ -18,10 +18,12 @@ from dfopt.dato.frontend import (R, S, Program, Stream, StreamArray, Tensor, all
 # == accepted designs =========================================================================
 
 
-def gemm_program(size: int = 256, grid: int = 4) -> Program:
+def gemm_program(size: int = 256, grid: int = 4, loaders: bool = True) -> Program:
     """C = A @ B on a grid x grid x grid virtual grid (m, n, k).
 
-    ``load_a[m, k]`` sends its A block to the ``gemm`` instances of row m, ``load_b[k, n]`` its B
+    With ``loaders=False`` (the Dato paper's form, the mapping instance) each ``gemm[m, n, k]``
+    loads its A block (m, k) and B block (k, n) itself, and only the k = grid - 1 instance stores
+    the reduced C block: 64 instances, 48 reduction streams. Otherwise ``load_a[m, k]`` sends its A block to the ``gemm`` instances of row m, ``load_b[k, n]`` its B
     block to column n; ``gemm[m, n, k]`` multiplies its blocks, which contracts K, sharded over grid
     axis 2, so each holds a partial sum until ``allreduce(..., axis=2)`` combines the k instances.
     96 instances, 128 streams, 16 collective groups for the default 4x4x4 grid.
@@ -31,6 +33,16 @@ def gemm_program(size: int = 256, grid: int = 4) -> Program:
     A = Tensor("A", ("bf16", (size, size)), layout=[S(0), S(1)])  # blocks of load_a's (m, k) grid
     B = Tensor("B", ("bf16", (size, size)), layout=[S(0), S(1)])  # blocks of load_b's (k, n) grid
     C = Tensor("C", ("f32", (size, size)), layout=[S(0), S(1)])  # blocks of gemm's (m, n) axes
+    if not loaders:
+        @p.task(mapping=[grid, grid, grid])
+        def gemm(m, n, k):
+            a = A.load(layout=[S(0), S(2)])
+            b = B.load(layout=[S(2), S(1)])
+            c = allreduce(matmul(a, b, out_dtype="f32"), op="sum", axis=2)
+            if k == grid - 1:
+                C.store(c)
+
+        return p
     a_pipe = StreamArray("a_pipe", Stream[("bf16", (t, t)), 2, 1], shape=(grid, grid, grid))
     b_pipe = StreamArray("b_pipe", Stream[("bf16", (t, t)), 2, 1], shape=(grid, grid, grid))
 

@@ -200,6 +200,26 @@ def _kernel_op(inst) -> str:
     return "generic"
 
 
+def host_ports(inst) -> list[dict]:
+    """The instance's host traffic, one port per (tensor, direction) in first-use order: the blocks
+    it moves (``[count, index]`` per axis, in op order) and their bytes. A mapping routes each port
+    through a mem tile and a shim DMA.
+
+    >>> from dfopt.dato.examples import ffn_program
+    >>> [(p["tensor"], p["dir"], p["bytes"]) for p in host_ports(ffn_program().record().instances["ffn2_1_0"])]
+    [('W2', 'in', 524288), ('Y', 'out', 131072)]
+    """
+    ports: dict = {}
+    for op in inst.ops:
+        if op.kind in ("load", "store"):
+            port = ports.setdefault((op.name, "in" if op.kind == "load" else "out"),
+                                    {"tensor": op.name, "dir": "in" if op.kind == "load" else "out",
+                                     "blocks": [], "bytes": 0})
+            port["blocks"].append([list(b) for b in op.block])
+            port["bytes"] += op.bytes
+    return list(ports.values())
+
+
 def to_dataflow_graph(program) -> DataflowGraph:
     """The shared IR graph of the mapping graph; every stream must have one producer and one consumer.
 
@@ -214,7 +234,7 @@ def to_dataflow_graph(program) -> DataflowGraph:
         raise DatoError(bad)
     kernels = [Kernel(inst.name, op=_kernel_op(inst), latency=inst.work, resources={"bytes": inst.local_bytes},
                       attrs={"task": inst.task, "index": list(inst.index), "grid": list(inst.grid),
-                             "ops": len(inst.ops)})
+                             "ops": len(inst.ops), "io": host_ports(inst)})
                for inst in rec.instances.values()]
     streams = [IRStream(sr.name, sr.producer, sr.consumer, tokens=sr.puts, width=sr.bits, depth=sr.depth)
                for sr in rec.streams.values()]
@@ -225,7 +245,7 @@ def to_dataflow_graph(program) -> DataflowGraph:
 
 def _op_dict(op) -> dict:
     out = {"kind": op.kind, "line": op.line}
-    for key in ("name", "stream", "group", "work", "writes"):
+    for key in ("name", "stream", "group", "work", "writes", "block", "bytes"):
         value = getattr(op, key)
         if value:
             out[key] = list(value) if isinstance(value, tuple) else value
@@ -250,3 +270,22 @@ def to_dict(program) -> dict:
         "edges": [{"src": u, "dst": v, "key": k, "kind": d["kind"], "tokens": d["tokens"], "bits": d["bits"]}
                   for u, v, k, d in graph.nx.edges(keys=True, data=True)],
     }
+
+
+def to_instance(program, name: str, platform: str = "npu1", region: dict | None = None, description: str = "",
+                options: dict | None = None):
+    """A ``problem: mapping`` instance of the program's virtual mapping graph on a platform preset.
+
+    >>> from dfopt.dato.examples import attention_program
+    >>> inst = to_instance(attention_program(), "att", region={"columns": [0, 1], "rows": [2, 5]})
+    >>> inst.problem, len(inst.graph.kernels), inst.options["mapping"]["region"]["columns"]
+    ('mapping', 16, [0, 1])
+    """
+    from dfopt.instance.types import Instance
+    from dfopt.ir.platform import load_preset
+
+    opts = dict(options or {})
+    if region is not None:
+        opts["region"] = region
+    return Instance(name, "mapping", graph=to_dataflow_graph(program), platform=load_preset(platform),
+                    options={"mapping": opts} if opts else {}, description=description, platform_name=platform)

@@ -34,6 +34,8 @@ class Op:
     work: int = 0
     writes: tuple = ()  # tensors a compute writes
     file: str = ""
+    block: tuple = ()  # load / store: the tensor block, (count, index) per axis
+    bytes: int = 0  # load / store: the block's bytes
 
 
 @dataclass

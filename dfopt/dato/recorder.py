@@ -123,12 +123,12 @@ class _Recorder:
     # -- tensors --------------------------------------------------------------------------
     def load(self, tensor: Tensor, layout, chunk) -> Value:
         layout, view, elem = self._tile(tensor, layout, chunk)
-        op = self._op("load", name=tensor.name)
+        op = self._op("load", name=tensor.name, block=view, bytes=elem.bytes)
         return self._value(op, elem, layout, view)
 
     def store(self, tensor: Tensor, value, layout, chunk) -> None:
         layout, view, elem = self._tile(tensor, layout, chunk)
-        op = self._op("store", name=tensor.name)
+        op = self._op("store", name=tensor.name, block=view, bytes=elem.bytes)
         self._use(value, op, "store", tensor.name)
         if not isinstance(value, Value):
             return

@@ -3,7 +3,7 @@
 ``check(instance, solution) -> list[Violation]`` written without the solver.
 
 >>> sorted(MODEL_NAMES)
-['converter', 'fifo', 'fusion', 'memory', 'pipeline', 'placement', 'schedule']
+['converter', 'fifo', 'fusion', 'mapping', 'memory', 'pipeline', 'placement', 'schedule']
 >>> get_model("fifo").__name__
 'dfopt.models.fifo'
 """
@@ -17,7 +17,8 @@ from dfopt.errors import unknown_name_error
 MODEL_NAMES = {"fifo": "dfopt.models.fifo", "converter": "dfopt.models.converter",
                "fusion": "dfopt.models.fusion", "placement": "dfopt.models.placement",
                "pipeline": "dfopt.models.pipeline",
-               "memory": "dfopt.models.memory", "schedule": "dfopt.models.schedule"}
+               "memory": "dfopt.models.memory", "schedule": "dfopt.models.schedule",
+               "mapping": "dfopt.models.mapping"}
 
 
 def get_model(problem: str):

@@ -1,0 +1,197 @@
+"""The exact assignment model of virtual nodes to compute tiles (CP-SAT), with the rules of
+:mod:`.evaluate` as constraints and its makespan estimate as the objective.
+
+Variables: ``x[v, t]`` virtual node v on tile t (one tile each); ``p[task, t]`` the task is on t;
+``lvl[t]`` a distinct position per tile and ``L[v]`` its node's position (``L[v] = lvl[t]`` when
+``x[v, t]``); ``o[s, t]`` / ``i[s, t]`` stream s needs an output / input DMA channel at t;
+``ch[t, class]`` the tile uses a channel of the class; ``M`` the makespan.
+
+* bundle: ``x[a, t] + x[b, t] <= 1`` for dependent pairs of one isomorphism class; at most one
+  isomorphism class of a task per tile;
+* chain: the tasks on a tile form a connected set of the task graph (a table constraint over the
+  ``p[., t]``; with more than 10 tasks, pairs of tasks without a stream are kept apart instead);
+* acyclic: ``L[src] <= L[dst]`` for every stream: with distinct tile positions, streams between
+  tiles go forward, so the tile graph has no cycle;
+* channels: ``o[s, t] >= x[src, t] - x[dst, t] - sum(x[dst, n] for n sharing t's memory)``
+  (likewise ``i``), ``ch >= o`` for the port's class, a host port ``ch >= x``; per tile and
+  direction ``sum(ch) <=`` the DMA channels;
+* memory: stack + ``sum(p[task, t] * task bytes) <=`` the tile's memory;
+* ``M >= sum(work * x) + sum(cycles * o) + sum(cycles * i) + sum(host cycles * x)`` per tile.
+
+With a ``partition`` (the search's physical nodes) every member of a node shares the node's
+tile variables and nodes get distinct tiles: the same model places a fixed folding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dfopt.ilp.cpsat import _lean_model_class
+from dfopt.models.mapping.data import STACK_BYTES, MappingData, connected_task_sets
+
+TABLE_MAX_TASKS = 10
+
+
+@dataclass
+class ExactModel:
+    model: object
+    x: dict          # (v, tile index) -> literal
+    makespan: object
+    d: MappingData
+    stats: dict
+
+
+def build(d: MappingData, partition: list | None = None) -> ExactModel:
+    m = _lean_model_class()()
+    T = len(d.tiles)
+    tiles = range(T)
+    if partition is None:
+        units = [[v] for v in d.nodes]
+    else:
+        units = [list(u) for u in partition]
+    y = {(u, t): m.new_bool_var(f"y{u}_{t}") for u in range(len(units)) for t in tiles}
+    x = {}
+    unit_of = {}
+    for u, members in enumerate(units):
+        m.add_exactly_one(y[u, t] for t in tiles)
+        for v in members:
+            unit_of[v] = u
+            for t in tiles:
+                x[v, t] = y[u, t]
+    if partition is not None:
+        for t in tiles:
+            m.add_at_most_one(y[u, t] for u in range(len(units)))
+    # bundle: one isomorphism class per task and tile, dependent pairs apart
+    by_task: dict = {}
+    for v in d.nodes:
+        by_task.setdefault(d.task[v], {}).setdefault(d.iso[v], []).append(v)
+    p = {}
+    for task, classes in by_task.items():
+        members = [v for vs in classes.values() for v in vs]
+        for t in tiles:
+            p[task, t] = m.new_bool_var("")
+            for v in members:
+                m.add_implication(x[v, t], p[task, t])
+            m.add_bool_or([x[v, t] for v in members] + [p[task, t].Not()])
+            if len(classes) > 1:
+                qs = []
+                for vs in classes.values():
+                    q = m.new_bool_var("")
+                    for v in vs:
+                        m.add_implication(x[v, t], q)
+                    qs.append(q)
+                m.add_at_most_one(qs)
+    for pair in d.conflicts:
+        a, b = tuple(pair)
+        if partition is None or unit_of[a] != unit_of[b]:
+            for t in tiles:
+                m.add_bool_or([x[a, t].Not(), x[b, t].Not()])
+    # chain: connected task sets
+    tasks = d.tasks
+    if len(tasks) > 1:
+        if len(tasks) <= TABLE_MAX_TASKS:
+            allowed = [tuple(int(tk in s) for tk in tasks) for s in connected_task_sets(d)]
+            allowed.append(tuple(0 for _ in tasks))
+            for t in tiles:
+                m.add_allowed_assignments([p[tk, t] for tk in tasks], allowed)
+        else:
+            for i, a in enumerate(tasks):
+                for b in tasks[i + 1:]:
+                    if frozenset((a, b)) not in d.task_links:
+                        for t in tiles:
+                            m.add_bool_or([p[a, t].Not(), p[b, t].Not()])
+    # acyclic tile graph
+    lvl = [m.new_int_var(0, T - 1, "") for _ in tiles]
+    m.add_all_different(lvl)
+    L = [m.new_int_var(0, T - 1, "") for _ in units]
+    for u in range(len(units)):
+        for t in tiles:
+            m.add(L[u] == lvl[t]).only_enforce_if(y[u, t])
+    for src, dst, _, _ in d.edges:
+        if unit_of[src] != unit_of[dst]:
+            m.add(L[unit_of[src]] <= L[unit_of[dst]])
+    # channels and transfer cycles
+    load = {t: [] for t in tiles}
+    need = {}          # (t, dir, class) -> [literals]
+    tile_index = {tile: t for t, tile in enumerate(d.tiles)}
+    for v in d.nodes:
+        for t in tiles:
+            load[t].append(d.work[v] * x[v, t])
+        for port in d.ports[v]:
+            cls = (d.task[v], port.role)
+            if port.kind == "host":
+                for t in tiles:
+                    need.setdefault((t, port.dir, cls), []).append(x[v, t])
+                    load[t].append(port.cycles * x[v, t])
+                continue
+            if partition is not None and unit_of[port.peer] == unit_of[v]:
+                continue
+            for t in tiles:
+                near = [x[port.peer, tile_index[n]] for n in d.neighbours[d.tiles[t]]]
+                lit = m.new_bool_var("")
+                m.add(lit >= x[v, t] - x[port.peer, t] - sum(near))
+                need.setdefault((t, port.dir, cls), []).append(lit)
+                load[t].append(port.cycles * lit)
+    chans = {(t, dirn): [] for t in tiles for dirn in ("in", "out")}
+    for (t, dirn, _cls), lits in need.items():
+        if len(lits) == 1:
+            chans[t, dirn].append(lits[0])
+            continue
+        ch = m.new_bool_var("")
+        for lit in lits:
+            m.add_implication(lit, ch)
+        chans[t, dirn].append(ch)
+    for (t, dirn), cs in chans.items():
+        m.add(sum(cs) <= d.limits[f"compute_{dirn}"])
+    for t in tiles:
+        m.add(STACK_BYTES + sum(d.task_bytes(task) * p[task, t] for task in by_task) <= d.limits["compute_bytes"])
+    total_work = sum(d.work.values())
+    ub = total_work + sum(port.cycles for v in d.nodes for port in d.ports[v])
+    # a tile's estimate is at least its members' work and host cycles (streams may all be free)
+    unit_floor = max(sum(d.work[v] + sum(p.cycles for p in d.ports[v] if p.kind == "host") for v in members)
+                     for members in units)
+    M = m.new_int_var(max(-(-total_work // T), unit_floor), max(ub, unit_floor, 1), "makespan")
+    for t in tiles:
+        m.add(M >= sum(load[t]))
+    m.minimize(M)
+    stats = {"variables": len(m.proto.variables), "constraints": len(m.proto.constraints), "units": len(units)}
+    return ExactModel(m, x, M, d, stats)
+
+
+def set_hint(em: ExactModel, assign: dict) -> None:
+    index = {tile: t for t, tile in enumerate(em.d.tiles)}
+    seen = set()
+    for (v, t), lit in em.x.items():
+        if lit.index in seen:
+            continue
+        seen.add(lit.index)
+        em.model.add_hint(lit, index[tuple(assign[v])] == t)
+
+
+def forbid(em: ExactModel, assign: dict) -> None:
+    """A no-good: not this exact assignment (used when the routing of an answer fails)."""
+    index = {tile: t for t, tile in enumerate(em.d.tiles)}
+    em.model.add_bool_or([em.x[v, index[tuple(assign[v])]].Not() for v in em.d.nodes])
+
+
+def solve(em: ExactModel, time_limit: float, seed: int = 0, workers: int = 8, deterministic: bool = True):
+    """``(status, assign or None, bound, wall seconds)``; status optimal | feasible | infeasible | unknown."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.random_seed = seed
+    solver.parameters.num_workers = workers
+    if deterministic and workers > 1:
+        solver.parameters.interleave_search = True
+    code = solver.solve(em.model)
+    status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
+              cp_model.INFEASIBLE: "infeasible"}.get(code, "unknown")
+    assign = None
+    if status in ("optimal", "feasible"):
+        assign = {}
+        for (v, t), lit in em.x.items():
+            if solver.boolean_value(lit):
+                assign[v] = em.d.tiles[t]
+    bound = solver.best_objective_bound if status in ("optimal", "feasible") else None
+    return status, assign, bound, solver.wall_time
