@@ -140,20 +140,19 @@ def _schedule_summary(instance, solution) -> list[str]:
 
 def _mapping_summary(instance, solution) -> list[str]:
     sec = solution.sections["mapping"]
-    reg = sec["region"]
-    use = sec["channel_use"]
+    cols, rows, use, streams = sec["region"]["columns"], sec["region"]["rows"], sec["channel_use"], sec["streams"]
     lines = [f"  {sec['virtual_nodes']} virtual nodes on {sec['tiles_used']} of {sec['tiles']} compute tiles of "
-             f"{sec['platform']} (columns {reg['columns'][0]}-{reg['columns'][1]}, rows {reg['rows'][0]}-{reg['rows'][1]}); "
+             f"{sec['platform']} (columns {cols[0]}-{cols[1]}, rows {rows[0]}-{rows[1]}); "
              f"estimated makespan {sec['makespan']} cycles",
-             f"  streams: {sec['streams']['internal']} inside a tile, {sec['streams']['shared']} through shared memory, "
-             f"{sec['streams']['dma']} over DMA; compute DMA channels {use['compute_in']}/{use['compute_in_capacity']} in, "
+             f"  streams: {streams['internal']} inside a tile, {streams['shared']} through shared memory, "
+             f"{streams['dma']} over DMA; compute DMA channels {use['compute_in']}/{use['compute_in_capacity']} in, "
              f"{use['compute_out']}/{use['compute_out_capacity']} out; {len(sec['routes'])} host routes"]
     for node in sec["nodes"][:24]:
         members = node["members"]
         shown = ", ".join(members[:6]) + (f", ... ({len(members)})" if len(members) > 6 else "")
-        lines.append(f"    tile({node['tile'][0]},{node['tile'][1]}) {node['kind']}: {shown}; {node['estimate']} cycles, "
-                     f"{len(node['channels']['in'])} in / {len(node['channels']['out'])} out, "
-                     f"{_bytes(node['memory_bytes'])}")
+        lines.append(f"    tile({node['tile'][0]},{node['tile'][1]}) {node['kind']}: {shown}; "
+                     f"{node['estimate']} cycles, {len(node['channels']['in'])} in / "
+                     f"{len(node['channels']['out'])} out, {_bytes(node['memory_bytes'])}")
     if len(sec["nodes"]) > 24:
         lines.append(f"    ... {len(sec['nodes']) - 24} more tiles")
     return lines

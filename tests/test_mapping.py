@@ -248,3 +248,13 @@ def test_cli_summary(tmp_path):
     assert "16 virtual nodes on" in r.stdout and "compute DMA channels" in r.stdout
     r = _cli("check", str(ROOT / "instances" / "mapping" / "ffn-4x4.json"), str(out))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_instance_schema_lists_exactly_the_mapping_options():
+    import dataclasses
+
+    from dfopt.models import mapping
+    from dfopt.schema import get_schema
+
+    schema_fields = set(get_schema("instance")["$defs"]["options"]["properties"]["mapping"]["properties"])
+    assert schema_fields == {f.name for f in dataclasses.fields(mapping.Options)}

@@ -73,8 +73,8 @@ def _presolve(d: MappingData) -> list[str]:
         tensors = sorted({p.name for v in d.nodes for p in d.ports[v] if p.kind == "host" and p.dir == dirn})
         have = d.limits[side] * len(d.shim_columns)
         if len(tensors) > have:
-            reasons.append(f"{len(tensors)} host {dirn}put tensors ({', '.join(tensors)}) each need a shim DMA channel; "
-                           f"the region's shim columns {d.shim_columns} have {have}")
+            reasons.append(f"{len(tensors)} host {dirn}put tensors ({', '.join(tensors)}) each need a shim DMA "
+                           f"channel; the region's shim columns {d.shim_columns} have {have}")
     return reasons
 
 
@@ -112,14 +112,17 @@ def _run_cpsat(ctx) -> dict:
     stats.update(em.stats)
     if hint is not None:
         exact.set_hint(em, hint[1])
+    best_bound = None
     for attempt in range(ROUTING_RETRIES + 1):
         left = max(0.5, opts.time_limit - (time.perf_counter() - t0))
         status, assign, bound, wall = exact.solve(em, left, opts.seed, opts.workers, opts.deterministic)
         stats["time_solver_s"] = stats.get("time_solver_s", 0.0) + wall
+        if bound is not None:       # no-goods only cut unroutable answers: every attempt's bound holds
+            best_bound = bound if best_bound is None else max(best_bound, bound)
         if status == "infeasible":
-            raise InfeasibleError(f"no mapping exists on the {len(d.tiles)} compute tiles of the region (the exact model "
-                                  "proved it): the nodes cannot be bundled and chained within the DMA channels, the "
-                                  "data memory and an acyclic tile order; enlarge the region")
+            raise InfeasibleError(f"no mapping exists on the {len(d.tiles)} compute tiles of the region (the exact "
+                                  "model proved it): the nodes cannot be bundled and chained within the DMA channels, "
+                                  "the data memory and an acyclic tile order; enlarge the region")
         if assign is None:
             break
         ev = evaluate(d, assign)
@@ -127,13 +130,13 @@ def _run_cpsat(ctx) -> dict:
         if routes is not None:
             stats["routing_retries"] = attempt
             status = status if hint is None or ev.makespan <= hint[0] else "feasible"
-            return {"assign": assign, "routes": routes, "status": status, "bound": bound, "solver": "cpsat",
+            return {"assign": assign, "routes": routes, "status": status, "bound": best_bound, "solver": "cpsat",
                     "stats": stats}
         stats["routing_failure"] = why
         exact.forbid(em, assign)
     if hint is not None:
         stats["fell_back_to_search"] = True
-        return {"assign": hint[1], "routes": hint[2], "status": "feasible", "bound": None, "solver": "cpsat",
+        return {"assign": hint[1], "routes": hint[2], "status": "feasible", "bound": best_bound, "solver": "cpsat",
                 "stats": stats}
     raise NoSolutionError(f"CP-SAT found no routable mapping within {opts.time_limit:g} s; raise time_limit or "
                           "enlarge the region")
@@ -147,7 +150,8 @@ def _validate(instance, options: Options) -> str:
                                     {"search": ("cpsat",), "cpsat": ("cpsat",)})
     for name in ("first", "branch", "max_states", "workers"):
         if int(getattr(options, name)) < 1:
-            raise InstanceError(f"{name} must be >= 1, got {getattr(options, name)}", pointer=f"/options/mapping/{name}")
+            raise InstanceError(f"{name} must be >= 1, got {getattr(options, name)}",
+                                pointer=f"/options/mapping/{name}")
     return formulation
 
 

@@ -61,7 +61,8 @@ def checks(instance, solution) -> list[Check]:
             bad.append(f"node {node.get('name')}: members {node.get('members')} but the tile holds "
                        f"{ev.members.get(t)} (in member order)")
         elif node.get("kind") != node_kind(d, node["members"]):
-            bad.append(f"node {node.get('name')}: kind {node.get('kind')!r}, recounted {node_kind(d, node['members'])!r}")
+            bad.append(f"node {node.get('name')}: kind {node.get('kind')!r}, "
+                       f"recounted {node_kind(d, node['members'])!r}")
     for t in ev.members:
         if t not in listed:
             bad.append(f"{tile_text(t)} holds {ev.members[t]} but no entry of mapping.nodes lists it")

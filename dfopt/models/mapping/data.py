@@ -153,7 +153,8 @@ def _validate_io(graph) -> None:
     for name, k in graph.kernels.items():
         io = k.attrs.get("io", [])
         if not isinstance(io, list):
-            raise InstanceError(f"kernel {name}: attrs.io must be a list of host ports", pointer=f"/graph/kernels/{name}")
+            raise InstanceError(f"kernel {name}: attrs.io must be a list of host ports",
+                                pointer=f"/graph/kernels/{name}")
         for i, p in enumerate(io):
             ok = (isinstance(p, dict) and p.get("dir") in ("in", "out") and isinstance(p.get("tensor"), str)
                   and isinstance(p.get("bytes"), int) and p["bytes"] >= 0)
@@ -185,7 +186,8 @@ def mapping_data(instance, region: dict | None = None) -> MappingData:
         edges.append((s.src, s.dst, s.name, s.tokens * s.width // 8))
     if not nx.is_directed_acyclic_graph(dag):
         cycle = " -> ".join(u for u, _ in nx.find_cycle(dag))
-        raise InstanceError(f"the virtual graph has a cycle ({cycle}); a mapping needs an acyclic graph", pointer="/graph")
+        raise InstanceError(f"the virtual graph has a cycle ({cycle}); a mapping needs an acyclic graph",
+                            pointer="/graph")
     sig = {n: (task[n], work[n], mem_bytes[n], tuple(p.role for p in ports[n])) for n in graph.kernels}
     classes: dict = {}
     iso = {n: classes.setdefault(sig[n], len(classes)) for n in graph.kernels}

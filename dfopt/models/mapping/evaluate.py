@@ -90,8 +90,8 @@ def legality_faults(d: MappingData, members, where: str) -> list[str]:
         g.add_edges_from(tuple(link) for link in d.task_links if link <= set(tasks))
         if not nx.is_connected(g):
             parts = [sorted(c) for c in nx.connected_components(g)]
-            faults.append(f"{where}: tasks {' | '.join(', '.join(p) for p in parts)} share the tile but no stream joins "
-                          "them (a physical node is a chain of bundles)")
+            faults.append(f"{where}: tasks {' | '.join(', '.join(p) for p in parts)} share the tile but no stream "
+                          "joins them (a physical node is a chain of bundles)")
     return faults
 
 
@@ -152,8 +152,9 @@ def evaluate(d: MappingData, assign: dict) -> Evaluation:
                               f"it has {lim[f'compute_{dirn}']}")
         memory[t] = STACK_BYTES + sum(d.task_bytes(task) for task in {d.task[v] for v in vs})
         if memory[t] > lim["compute_bytes"]:
-            faults.append(f"tile({t[0]},{t[1]}) needs {memory[t]} bytes of data memory "
-                          f"(tasks {', '.join(sorted({d.task[v] for v in vs}))} + stack); it has {lim['compute_bytes']}")
+            tasks = ", ".join(sorted({d.task[v] for v in vs}))
+            faults.append(f"tile({t[0]},{t[1]}) needs {memory[t]} bytes of data memory (tasks {tasks} + stack); "
+                          f"it has {lim['compute_bytes']}")
         estimate[t] = cycles
     makespan = max(estimate.values(), default=0)
     return Evaluation(members, mode, channels, memory, estimate, makespan, faults, host)

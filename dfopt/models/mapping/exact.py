@@ -39,6 +39,7 @@ class ExactModel:
     makespan: object
     d: MappingData
     stats: dict
+    scale: int = 1   # objective = scale x makespan + tie-break terms below scale
 
 
 def build(d: MappingData, partition: list | None = None) -> ExactModel:
@@ -159,6 +160,10 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
 
 
 def set_hint(em: ExactModel, assign: dict) -> None:
+    """Start from ``assign`` and, among mappings of equal makespan, prefer the fewest nodes moved
+    from it: the objective becomes ``(|V| + 1) x makespan + moved nodes``. The hint passed its
+    routing, and an equally good answer elsewhere may not (the exact model leaves routing to a
+    later check), so ties go to the hint."""
     index = {tile: t for t, tile in enumerate(em.d.tiles)}
     seen = set()
     for (v, t), lit in em.x.items():
@@ -166,6 +171,8 @@ def set_hint(em: ExactModel, assign: dict) -> None:
             continue
         seen.add(lit.index)
         em.model.add_hint(lit, index[tuple(assign[v])] == t)
+    em.scale = len(em.d.nodes) + 1
+    em.model.minimize(em.scale * em.makespan + sum(1 - em.x[v, index[tuple(assign[v])]] for v in em.d.nodes))
 
 
 def forbid(em: ExactModel, assign: dict) -> None:
@@ -193,5 +200,8 @@ def solve(em: ExactModel, time_limit: float, seed: int = 0, workers: int = 8, de
         for (v, t), lit in em.x.items():
             if solver.boolean_value(lit):
                 assign[v] = em.d.tiles[t]
-    bound = solver.best_objective_bound if status in ("optimal", "feasible") else None
+    bound = None
+    if status in ("optimal", "feasible"):
+        # scale x M + moved >= bound with 0 <= moved < scale, so M >= floor(bound / scale)
+        bound = int(solver.best_objective_bound + 1e-6) // em.scale if em.scale > 1 else solver.best_objective_bound
     return status, assign, bound, solver.wall_time

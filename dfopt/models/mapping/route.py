@@ -152,5 +152,6 @@ def route_faults(d: MappingData, host: list, routes: list) -> list[str]:
         mm2s = sum(1 for k, s in ks if s[0] == c and k[2] == "in")
         s2mm = sum(1 for k, s in ks if s[0] == c and k[2] == "out")
         if mm2s > lim["shim_out"] or s2mm > lim["shim_in"]:
-            faults.append(f"shim column {c} uses {mm2s} MM2S / {s2mm} S2MM; it has {lim['shim_out']} / {lim['shim_in']}")
+            faults.append(f"shim column {c} uses {mm2s} MM2S / {s2mm} S2MM; "
+                          f"it has {lim['shim_out']} / {lim['shim_in']}")
     return faults
