@@ -67,7 +67,7 @@ def full() -> dict:
                              "deterministic": True, "solver": "highs", "formulation": "potentials"},
                     "fusion": {"c_max": 1024},
                     "placement": {"pins": {"a": "SLR0"}, "max_utilization": 1, "balance_weight": 0.5},
-                    "schedule": {"anything": [1]}, "mapping": {"extra": 1}},
+                    "schedule": {"anything": [1]}, "mapping": {"region": {"columns": [0, 1]}, "first": 2}},
     }
 
 
@@ -328,7 +328,7 @@ def test_schemas_are_valid_and_closed(kind: str):
     jsonschema.Draft202012Validator.check_schema(schema)
     open_objects = {"/$defs/kernel/properties/attrs", "/$defs/options/properties/schedule",
                     "/properties/stats", "/$defs/check/properties/details", "/$defs/fifo"}
-    open_objects |= {f"/$defs/options/properties/{p}" for p in ("mapping", "sparse", "tiling")}
+    open_objects |= {f"/$defs/options/properties/{p}" for p in ("sparse", "tiling")}
     open_objects |= {f"/properties/{p}" for p in SECTION_NAMES if p != "fifo"}
     open_objects.add("/$defs/operators/properties/ops/items")   # closed per op kind by its if/then rules
     for where, sub in _subschemas(schema, ""):

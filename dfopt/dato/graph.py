@@ -245,10 +245,12 @@ def to_dataflow_graph(program) -> DataflowGraph:
 
 def _op_dict(op) -> dict:
     out = {"kind": op.kind, "line": op.line}
-    for key in ("name", "stream", "group", "work", "writes", "block", "bytes"):
+    for key in ("name", "stream", "group", "work", "writes", "bytes"):
         value = getattr(op, key)
         if value:
             out[key] = list(value) if isinstance(value, tuple) else value
+    if op.block:
+        out["block"] = [list(axis) for axis in op.block]
     return out
 
 
