@@ -179,6 +179,10 @@ class Search:
         return pairs
 
     def chain_moves(self, classes: dict, where: dict) -> list:
+        """Per pair of classes: ``chain`` by traffic (each node of the first with the node of the
+        second it exchanges most bytes with) and ``chain`` by load (the heaviest nodes of one class
+        with the lightest of the other, when their tasks are joined by a stream: a chain of
+        bundles at the task level, which fills tiles when traffic pairs overflow memory)."""
         d = self.d
         traffic: dict = {}
         for src, dst, _, b in d.edges:
@@ -186,7 +190,6 @@ class Search:
             if a != c:
                 traffic[(a, c)] = traffic.get((a, c), 0) + b
                 traffic[(c, a)] = traffic.get((c, a), 0) + b
-        class_of = {n: k for k, ns in classes.items() for n in ns}
         moves = []
         for k1, ns1 in classes.items():
             for k2, ns2 in classes.items():
@@ -194,15 +197,27 @@ class Search:
                     continue
                 used, pairs = set(), []
                 for a in ns1:
-                    cands = [(traffic.get((a, b), 0), b) for b in ns2 if b not in used and traffic.get((a, b), 0)]
+                    cands = [(traffic[(a, b)], b) for b in ns2 if b not in used and (a, b) in traffic]
                     for _, b in sorted(cands, key=lambda x: (-x[0], sorted(x[1]))):
-                        if class_of[b] == k2 and self.legal(a | b):
+                        if self.legal(a | b):
                             used.add(b)
                             pairs.append((a, b))
                             break
                 if pairs:
                     moves.append((f"chain {k1} {k2}", pairs))
+                small, big = (ns1, ns2) if len(ns1) <= len(ns2) else (ns2, ns1)
+                small = sorted(small, key=lambda n: (-self.node_cost(n)[0], sorted(n)))
+                big = sorted(big, key=lambda n: (self.node_cost(n)[0], sorted(n)))
+                by_load = [(a, b) for a, b in zip(small, big) if self.linked(a | b) and self.legal(a | b)]
+                if by_load and {frozenset(p) for p in by_load} != {frozenset(p) for p in pairs}:
+                    moves.append((f"chain by load {k1} {k2}", by_load))
         return moves
+
+    def linked(self, members: frozenset) -> bool:
+        """Whether the node's tasks are joined by streams (legality says so too; this is the
+        cheap test before it)."""
+        tasks = {self.d.task[v] for v in members}
+        return len(tasks) > 1 and any(link <= tasks for link in self.d.task_links)
 
     def apply(self, partition, pairs):
         merged = set()
