@@ -75,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PNG", help="draw the solution: token curves and a Gantt chart (fifo), slots and crossing streams (placement)")
     p.add_argument("--plot-streams", metavar="S1,S2", help="streams to draw (default: the deepest)")
     p.add_argument("--emit-dir", metavar="DIR", help="pipeline: write the HLS C++ project, its data and a "
-                                                     "Makefile whose 'make -C DIR csim' checks it against NumPy")
+                                                     "Makefile whose 'make -C DIR csim' checks it against NumPy; "
+                                                     "mapping: write the MLIR-AIE design as DIR/<name>.mlir and "
+                                                     "DIR/<name>.generic.mlir")
     _add_option_flags(p)
 
     p = sub.add_parser("check", help="re-run every checker on a solution file")
@@ -115,21 +117,29 @@ def cmd_solve(args) -> int:
     from dfopt.summary import solution_summary
 
     instance = load(args.instance)
-    if args.emit_dir and instance.problem != "pipeline":
-        raise InstanceError(f"--emit-dir writes the code of a pipeline design; {args.instance} is a "
+    if args.emit_dir and instance.problem not in ("pipeline", "mapping"):
+        raise InstanceError(f"--emit-dir writes the code of a pipeline design or a mapping; {args.instance} is a "
                             f"{instance.problem!r} instance")
     overrides = {name: getattr(args, name) for name in _option_fields() if getattr(args, name, None) is not None}
     solution = solve_instance(instance, **overrides)
-    if args.emit_dir and solution.ok:
+    mlir = None
+    if args.emit_dir and solution.ok and instance.problem == "pipeline":
         from dfopt.pipeline import emit
 
         emit(instance, solution, args.emit_dir)
+    elif args.emit_dir and solution.ok:
+        from dfopt.codegen.aie.emit import write_mlir
+        from dfopt.codegen.aie.from_mapping import design_from_mapping
+
+        mlir = write_mlir(design_from_mapping(instance, solution), args.emit_dir, name=instance.name)
     if args.output:
         write_json_atomic(args.output, solution.to_dict())
     if args.plot:
         _plot(instance, solution, args.plot, _split(args.plot_streams))
     _out(json.dumps(solution.to_dict(), indent=1) if args.json else solution_summary(instance, solution, args.output))
-    if args.emit_dir and solution.ok and not args.json:
+    if mlir and not args.json:
+        _out(f"  MLIR-AIE written to {mlir['custom']} and {mlir['generic']}")
+    elif args.emit_dir and solution.ok and not args.json:
         _out(f"  HLS C++ written to {args.emit_dir}; run: make -C {args.emit_dir} csim")
     if not solution.ok:
         return EXIT_INTERNAL

@@ -313,13 +313,13 @@ def _runtime_generic(d: AieDesign, depth: int) -> list[str]:
 
 # -- files -----------------------------------------------------------------------------------------
 
-def write_mlir(design: AieDesign, out_dir, platform: Platform | None = None) -> dict:
-    """Write ``aie.mlir`` (custom syntax) and ``aie.generic.mlir`` into ``out_dir`` atomically;
+def write_mlir(design: AieDesign, out_dir, platform: Platform | None = None, name: str = "aie") -> dict:
+    """Write ``<name>.mlir`` (custom syntax) and ``<name>.generic.mlir`` into ``out_dir`` atomically;
     returns ``{"custom": path, "generic": path}``."""
     custom = emit_mlir(design, platform)
     generic = emit_generic_mlir(design, platform, check=False)
     out = Path(out_dir)
-    paths = {"custom": out / "aie.mlir", "generic": out / "aie.generic.mlir"}
+    paths = {"custom": out / f"{name}.mlir", "generic": out / f"{name}.generic.mlir"}
     write_text_atomic(paths["custom"], custom)
     write_text_atomic(paths["generic"], generic)
     return paths

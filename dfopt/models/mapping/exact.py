@@ -82,8 +82,8 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
                         m.add_implication(x[v, t], q)
                     qs.append(q)
                 m.add_at_most_one(qs)
-    for pair in d.conflicts:
-        a, b = tuple(pair)
+    for pair in sorted(d.conflicts, key=sorted):     # a stable model: CP-SAT's answer depends on the order
+        a, b = sorted(pair)
         if partition is None or unit_of[a] != unit_of[b]:
             for t in tiles:
                 m.add_bool_or([x[a, t].Not(), x[b, t].Not()])
