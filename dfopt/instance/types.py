@@ -15,7 +15,7 @@ PROBLEMS = ("fifo", "fusion", "converter", "placement", "memory", "schedule", "m
             "sparse", "tiling", "pipeline")
 NEEDS_GRAPH = frozenset({"fifo", "fusion", "converter", "placement", "memory", "mapping"})
 NEEDS_OPERATORS = frozenset({"tiling", "pipeline"})
-NEEDS_DAG = frozenset({"fifo", "fusion"})
+NEEDS_DAG = frozenset({"fifo", "fusion", "mapping"})
 NEEDS_PROGRAM = frozenset({"schedule"})
 NEEDS_PLATFORM = frozenset({"placement", "memory"})
 
