@@ -129,7 +129,7 @@ def cmd_solve(args) -> int:
         emit(instance, solution, args.emit_dir)
     elif args.emit_dir and solution.ok:
         from dfopt.codegen.aie.emit import write_mlir
-        from dfopt.codegen.aie.from_mapping import design_from_mapping
+        from dfopt.codegen.aie.mapping import design_from_mapping
 
         mlir = write_mlir(design_from_mapping(instance, solution), args.emit_dir, name=instance.name)
     if args.output:

@@ -20,9 +20,13 @@ from test_aie_codegen import parse_generic, summarize_design, summarize_generic
 
 from dfopt.api import solve_instance
 from dfopt.codegen.aie import DmaTransfer, DmaWait, emit_generic_mlir, problems
-from dfopt.codegen.aie import from_mapping as from_mapping_mod
+from dfopt.codegen.aie import mapping as mapping_pkg
 from dfopt.codegen.aie.design import dma_channels
-from dfopt.codegen.aie.from_mapping import design_from_mapping
+from dfopt.codegen.aie.mapping import assemble as mapping_assemble
+from dfopt.codegen.aie.mapping import design_from_mapping
+from dfopt.codegen.aie.mapping import flows as mapping_flows
+from dfopt.codegen.aie.mapping import host as mapping_host
+from dfopt.codegen.aie.mapping import recount as mapping_recount
 from dfopt.errors import CodegenError
 from dfopt.instance import load
 from dfopt.models.mapping import section
@@ -224,7 +228,7 @@ def test_not_a_mapping_solution_raises():
 # -- helpers and doctests ---------------------------------------------------------------------------
 
 def test_access_patterns():
-    pattern = from_mapping_mod._pattern
+    pattern = mapping_host._pattern
     assert pattern([(0, 8), (32, 8), (8, 8), (40, 8)]) == ((0, 0, 0, 0), (1, 2, 2, 8), (0, 8, 32, 1))
     assert pattern([(16, 4), (16, 4)]) == ((0, 0, 0, 16), (2, 1, 1, 4), (0, 0, 0, 1))  # outermost repeat
     assert pattern([(0, 4), (8, 4), (16, 4), (32, 4)]) is None  # blocks 0, 2, 4, 8
@@ -232,9 +236,10 @@ def test_access_patterns():
 
 
 def test_depth_bound_avoids_deadlock():
-    fifo = from_mapping_mod._Fifo("f", (0, 2), ((0, 3),), 0, counts={(0, 2): 2, (0, 3): 3})
-    assert from_mapping_mod._depth_bound(fifo) == 4 == 2 + 3 - math.gcd(2, 3)
+    fifo = mapping_flows._Fifo("f", (0, 2), ((0, 3),), 0, counts={(0, 2): 2, (0, 3): 3})
+    assert mapping_flows._depth_bound(fifo) == 4 == 2 + 3 - math.gcd(2, 3)
 
 
 def test_doctests():
-    assert doctest.testmod(from_mapping_mod, optionflags=doctest.ELLIPSIS).failed == 0
+    for module in (mapping_pkg, mapping_recount, mapping_flows, mapping_assemble, mapping_host):
+        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0

@@ -5,7 +5,9 @@
 - :mod:`dfopt.codegen.aie.checks` — :func:`problems` / :func:`validate`, its checks against an NPU
   platform preset (re-exported by ``design``);
 - :mod:`dfopt.codegen.aie.emit` — the design as mlir-aie custom syntax (for ``aiecc.py``) and as
-  MLIR generic form (for any MLIR parser, e.g. xDSL with unregistered dialects).
+  MLIR generic form (for any MLIR parser, e.g. xDSL with unregistered dialects);
+- :mod:`dfopt.codegen.aie.mapping` — :func:`~dfopt.codegen.aie.mapping.design_from_mapping`, the
+  design of a solved ``problem: mapping`` (recounted mapping, flows, host transfers, assembly).
 """
 
 from dfopt.codegen.aie.checks import problems, validate
