@@ -119,6 +119,10 @@ def _run_cpsat(ctx) -> dict:
         stats["time_solver_s"] = stats.get("time_solver_s", 0.0) + wall
         if bound is not None:       # no-goods only cut unroutable answers: every attempt's bound holds
             best_bound = bound if best_bound is None else max(best_bound, bound)
+        if status == "infeasible" and attempt:
+            raise InfeasibleError(f"no mapping exists on the {len(d.tiles)} compute tiles of the region: the exact "
+                                  f"model's {attempt} answer(s) failed routing ({stats['routing_failure']}) and it "
+                                  "proved that no other assignment exists; enlarge the region")
         if status == "infeasible":
             raise InfeasibleError(f"no mapping exists on the {len(d.tiles)} compute tiles of the region (the exact "
                                   "model proved it): the nodes cannot be bundled and chained within the DMA channels, "
