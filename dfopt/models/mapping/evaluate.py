@@ -5,7 +5,9 @@ Rules (DESIGN 5.5; the same as the exact model's constraints):
 
 * members of one task on a tile form a *bundle*: isomorphic (the same work, memory and port
   roles) and independent (no path between any two, as :meth:`dfopt.dato.graph.MappingGraph.can_bundle`);
-* the tasks on a tile form a *chain*: connected by streams (a chain of bundles);
+* the tasks on a tile form a *chain*: connected by streams (a chain of bundles), each with the
+  same number of members (the core runs one loop, one member of every task per iteration — a
+  bundle of chains);
 * the tiles form an acyclic graph (no tile waits on a tile that waits on it — the chain
   primitive's "no reverse dependency", which also keeps bundles independent through other tiles);
 * per tile at most ``compute_in`` / ``compute_out`` DMA channels: one per channel class that has a
@@ -83,6 +85,11 @@ def legality_faults(d: MappingData, members, where: str) -> list[str]:
                               "differ), so they cannot be bundled")
             elif frozenset((a, b)) in d.conflicts:
                 faults.append(f"{where}: {a} and {b} depend on each other, so they cannot be bundled")
+    sizes = {task: len(vs) for task, vs in by_task.items()}
+    if len(set(sizes.values())) > 1:
+        text = ", ".join(f"{n} x {task}" for task, n in sizes.items())
+        faults.append(f"{where}: bundles of different sizes ({text}); a core runs one loop over its members, one "
+                      "member of every task per iteration, so every task on a tile needs as many")
     tasks = list(by_task)
     if len(tasks) > 1:
         g = nx.Graph()

@@ -9,7 +9,8 @@ Variables: ``x[v, t]`` virtual node v on tile t (one tile each); ``p[task, t]`` 
 * bundle: ``x[a, t] + x[b, t] <= 1`` for dependent pairs of one isomorphism class; at most one
   isomorphism class of a task per tile;
 * chain: the tasks on a tile form a connected set of the task graph (a table constraint over the
-  ``p[., t]``; with more than 10 tasks, pairs of tasks without a stream are kept apart instead);
+  ``p[., t]``; with more than 10 tasks, pairs of tasks without a stream are kept apart instead),
+  each with as many members on the tile (``sum x[task a] == sum x[task b]`` when both are there);
 * acyclic: ``L[src] <= L[dst]`` for every stream: with distinct tile positions, streams between
   tiles go forward, so the tile graph has no cycle;
 * channels: ``o[s, t] >= x[src, t] - x[dst, t] - sum(x[dst, n] for n sharing t's memory)``
@@ -82,6 +83,13 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
                         m.add_implication(x[v, t], q)
                     qs.append(q)
                 m.add_at_most_one(qs)
+    # chain of bundles: every task on a tile has as many members (one loop per core)
+    for i, a in enumerate(d.tasks):
+        for b in d.tasks[i + 1:]:
+            for t in tiles:
+                na = sum(x[v, t] for vs in by_task[a].values() for v in vs)
+                nb = sum(x[v, t] for vs in by_task[b].values() for v in vs)
+                m.add(na == nb).only_enforce_if([p[a, t], p[b, t]])
     for pair in sorted(d.conflicts, key=sorted):     # a stable model: CP-SAT's answer depends on the order
         a, b = sorted(pair)
         if partition is None or unit_of[a] != unit_of[b]:

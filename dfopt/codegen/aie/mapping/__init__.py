@@ -5,8 +5,8 @@
 raises :class:`~dfopt.errors.CodegenError` naming the tile and the streams it cannot express. The rules:
 
 **Cores.** One per compute tile holding a physical node. One loop iteration runs one member of every
-bundle on the tile, so ``iterations`` is the bundle factor (members per task; a tile whose bundles
-differ in size is not one loop: CodegenError). A tile whose FIFO objects do not fit its data memory
+bundle on the tile, so ``iterations`` is the bundle factor (members per task; the mapping's rules
+give every task on a tile as many members). A tile whose FIFO objects do not fit its data memory
 even single-buffered runs each member in *steps* instead (the most tokens or blocks one member moves
 on one port): ``iterations`` = bundle factor x steps, and each step moves a share of the member's
 data. The kernel is named after the tasks in member order (``gemm``, ``gemm0_softmax``), object file
@@ -65,8 +65,8 @@ outputs, then one wait per output FIFO.
 >>> from dfopt.api import solve_instance
 >>> inst = load("instances/mapping/ffn-2x4.json")
 >>> design = design_from_mapping(inst, solve_instance(inst))
->>> len(design.cores), sorted({c.kernel for c in design.cores}), [b.name for b in design.runtime.buffers]
-(8, ['ffn1', 'ffn2'], ['W1', 'X', 'W2', 'Y'])
+>>> len(design.cores), sorted({c.kernel for c in design.cores}), sorted(b.name for b in design.runtime.buffers)
+(8, ['ffn1', 'ffn2'], ['W1', 'W2', 'X', 'Y'])
 """
 
 from __future__ import annotations

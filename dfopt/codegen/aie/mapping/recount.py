@@ -69,16 +69,9 @@ def _load(instance, solution) -> _Mapping:
 
 
 def _iterations(d: MappingData, members: dict) -> dict:
-    """Loop iterations per tile: the bundle factor, the same for every task on the tile."""
-    out = {}
-    for t, vs in members.items():
-        per_task = Counter(d.task[v] for v in vs)
-        if len(set(per_task.values())) > 1:
-            sizes = ", ".join(f"{n} x {task}" for task, n in per_task.items())
-            raise CodegenError(f"{_tile_text(t)} holds bundles of different sizes ({sizes}): its core runs one member "
-                               "of every bundle per loop iteration, so every task on the tile needs as many members")
-        out[t] = next(iter(per_task.values()))
-    return out
+    """Loop iterations per tile: the bundle factor (the mapping's rules give every task on a tile
+    as many members)."""
+    return {t: Counter(d.task[v] for v in vs).most_common(1)[0][1] for t, vs in members.items()}
 
 
 def _layouts(d: MappingData) -> dict:
