@@ -243,3 +243,13 @@ def test_depth_bound_avoids_deadlock():
 def test_doctests():
     for module in (mapping_pkg, mapping_recount, mapping_flows, mapping_assemble, mapping_host):
         assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_the_exact_models_answer_has_a_design_too():
+    """The exact model may pair instances the search would not (a task's bundle with another
+    block's instances); the equal-bundle-size rule keeps its answers expressible as one core loop."""
+    instance = load(ROOT / "instances" / "mapping" / "attention-2x4.json")
+    solution = solve_instance(instance, formulation="cpsat", time_limit=30)
+    design = design_from_mapping(instance, solution)
+    assert problems(design) == []
+    assert len(design.cores) == solution.sections["mapping"]["tiles_used"]
