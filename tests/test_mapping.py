@@ -258,3 +258,13 @@ def test_instance_schema_lists_exactly_the_mapping_options():
 
     schema_fields = set(get_schema("instance")["$defs"]["options"]["properties"]["mapping"]["properties"])
     assert schema_fields == {f.name for f in dataclasses.fields(mapping.Options)}
+
+
+def test_checker_catches_bundles_of_different_sizes_on_one_tile(searched):
+    sol = copy.deepcopy(searched["ffn-4x4"])
+    sec = sol.sections["mapping"]
+    tile = sec["physical"]["ffn1_0_0"]
+    sec["physical"]["ffn1_1_0"] = sec["physical"]["ffn2_0_0"] = tile
+    got = {c.name: c for c in check_solution(load(ROOT / "instances" / "mapping" / "ffn-4x4.json"), sol)}
+    assert not got["mapping-legality"].ok
+    assert any("bundles of different sizes (2 x ffn1, 1 x ffn2)" in x for x in got["mapping-legality"].details)

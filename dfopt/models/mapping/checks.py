@@ -33,10 +33,6 @@ def tile_text(t) -> str:
     return f"tile({t[0]},{t[1]})"
 
 
-def _split(faults: list, *keys) -> list:
-    return [f for f in faults if any(k in f for k in keys)]
-
-
 def checks(instance, solution) -> list[Check]:
     sec = solution.sections.get("mapping")
     if not sec or "physical" not in sec:
@@ -52,7 +48,7 @@ def checks(instance, solution) -> list[Check]:
         else:
             assign[v] = t
     ev = evaluate(d, assign)
-    bad += [f for f in ev.faults if "not mapped" in f or "outside the region" in f]
+    bad += ev.problems["assignment"]
     listed = {}
     for node in sec.get("nodes", []):
         t = tuple(node.get("tile", ()))
@@ -67,12 +63,8 @@ def checks(instance, solution) -> list[Check]:
         if t not in listed:
             bad.append(f"{tile_text(t)} holds {ev.members[t]} but no entry of mapping.nodes lists it")
     out = [Check("mapping-assignment", not bad, bad[:20])]
-    legality = _split(ev.faults, "bundled", "no stream joins", "cycle")
-    out.append(Check("mapping-legality", not legality, legality[:20]))
-    ports = _split(ev.faults, "DMA channels")
-    out.append(Check("mapping-ports", not ports, ports[:20]))
-    memory = _split(ev.faults, "data memory")
-    out.append(Check("mapping-memory", not memory, memory[:20]))
+    for rule in ("legality", "ports", "memory"):
+        out.append(Check(f"mapping-{rule}", not ev.problems[rule], ev.problems[rule][:20]))
     routes = route_faults(d, ev.host, sec.get("routes", []))
     out.append(Check("mapping-routes", not routes, routes[:20]))
     obj = solution.objective

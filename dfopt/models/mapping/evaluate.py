@@ -32,6 +32,10 @@ import networkx as nx
 from dfopt.models.mapping.data import STACK_BYTES, MappingData
 
 
+#: The rules a mapping keeps, as the checker reports them.
+RULES = ("assignment", "legality", "ports", "memory")
+
+
 @dataclass
 class Evaluation:
     members: dict                     # tile -> ordered members
@@ -40,12 +44,17 @@ class Evaluation:
     memory: dict                      # tile -> bytes
     estimate: dict                    # tile -> cycles
     makespan: int
-    faults: list = field(default_factory=list)
+    problems: dict = field(default_factory=dict)  # rule -> [message]: assignment, legality, ports, memory
     host: list = field(default_factory=list)   # host channel requests (tile, class, dir, tensor, blocks, block bytes)
 
     @property
+    def faults(self) -> list:
+        """Every broken rule's message, rule by rule."""
+        return [f for rule in RULES for f in self.problems.get(rule, [])]
+
+    @property
     def feasible(self) -> bool:
-        return not self.faults
+        return not any(self.problems.values())
 
 
 def class_text(cls: tuple) -> str:
@@ -104,23 +113,24 @@ def legality_faults(d: MappingData, members, where: str) -> list[str]:
 
 def evaluate(d: MappingData, assign: dict) -> Evaluation:
     """Recount ``assign`` (virtual node -> (col, row)); faults are empty when every rule holds."""
-    faults = []
+    problems = {rule: [] for rule in RULES}
+    placed, legal, ports, memory_use = (problems[rule] for rule in RULES)
     tiles = set(d.tiles)
     members: dict = {}
     for v in d.nodes:
         t = assign.get(v)
         if t is None:
-            faults.append(f"virtual node {v} is not mapped")
+            placed.append(f"virtual node {v} is not mapped")
             continue
         t = tuple(t)
         if t not in tiles:
-            faults.append(f"virtual node {v} is on tile({t[0]},{t[1]}), outside the region's compute tiles")
+            placed.append(f"virtual node {v} is on tile({t[0]},{t[1]}), outside the region's compute tiles")
             continue
         members.setdefault(t, []).append(v)
     members = {t: member_order(d, vs) for t, vs in sorted(members.items())}
     where = {v: t for t, vs in members.items() for v in vs}
     for t, vs in members.items():
-        faults += legality_faults(d, vs, f"tile({t[0]},{t[1]})")
+        legal += legality_faults(d, vs, f"tile({t[0]},{t[1]})")
     quotient = nx.DiGraph()
     quotient.add_nodes_from(members)
     for src, dst, _, _ in d.edges:
@@ -128,7 +138,7 @@ def evaluate(d: MappingData, assign: dict) -> Evaluation:
             quotient.add_edge(where[src], where[dst])
     if not nx.is_directed_acyclic_graph(quotient):
         cycle = " -> ".join(f"tile({u[0]},{u[1]})" for u, _ in nx.find_cycle(quotient))
-        faults.append(f"the tiles wait on each other in a cycle: {cycle} (a chain with a reverse dependency)")
+        legal.append(f"the tiles wait on each other in a cycle: {cycle} (a chain with a reverse dependency)")
     mode, channels, memory, estimate, host = {}, {}, {}, {}, []
     lim = d.limits
     for t, vs in members.items():
@@ -155,13 +165,13 @@ def evaluate(d: MappingData, assign: dict) -> Evaluation:
                     host.append((t, cls, dirn, ps[0].name, blocks, size))
             if len(need[dirn]) > lim[f"compute_{dirn}"]:
                 names = ", ".join(class_text(c) for c in sorted(need[dirn]))
-                faults.append(f"tile({t[0]},{t[1]}) needs {len(need[dirn])} {dirn}put DMA channels ({names}); "
+                ports.append(f"tile({t[0]},{t[1]}) needs {len(need[dirn])} {dirn}put DMA channels ({names}); "
                               f"it has {lim[f'compute_{dirn}']}")
-        memory[t] = STACK_BYTES + sum(d.task_bytes(task) for task in {d.task[v] for v in vs})
+        memory[t] = STACK_BYTES + sum(d.task_bytes[task] for task in {d.task[v] for v in vs})
         if memory[t] > lim["compute_bytes"]:
             tasks = ", ".join(sorted({d.task[v] for v in vs}))
-            faults.append(f"tile({t[0]},{t[1]}) needs {memory[t]} bytes of data memory (tasks {tasks} + stack); "
+            memory_use.append(f"tile({t[0]},{t[1]}) needs {memory[t]} bytes of data memory (tasks {tasks} + stack); "
                           f"it has {lim['compute_bytes']}")
         estimate[t] = cycles
     makespan = max(estimate.values(), default=0)
-    return Evaluation(members, mode, channels, memory, estimate, makespan, faults, host)
+    return Evaluation(members, mode, channels, memory, estimate, makespan, problems, host)
