@@ -78,16 +78,8 @@ class MappingData:
     task_links: set = field(default_factory=set)  # frozenset task pairs joined by a stream
     tasks: list = field(default_factory=list)     # in first-appearance order
     index: dict = field(default_factory=dict)     # node -> grid index (attrs.index; else its position)
-
-    def task_bytes(self, task: str) -> int:
-        """Data memory of a bundle of ``task``: its members run in turn and reuse the buffers."""
-        return max(self.bytes[v] for v in self.nodes if self.task[v] == task)
-
-    def stream_ports(self):
-        for v in self.nodes:
-            for p in self.ports[v]:
-                if p.kind == "stream":
-                    yield p
+    # task -> data memory of a bundle of it: its largest member (members run in turn, reusing buffers)
+    task_bytes: dict = field(default_factory=dict)
 
 
 # -- construction ---------------------------------------------------------------------------------
@@ -211,8 +203,11 @@ def mapping_data(instance, region: dict | None = None) -> MappingData:
     neighbours = {t: [u for u in tiles if shares_memory(t, u)] for t in tiles}
     index = {n: tuple(k.attrs["index"]) if isinstance(k.attrs.get("index"), list) else (i,)
              for i, (n, k) in enumerate(graph.kernels.items())}
+    task_bytes: dict = {}
+    for n in graph.kernels:
+        task_bytes[task[n]] = max(task_bytes.get(task[n], 0), mem_bytes[n])
     return MappingData(list(graph.kernels), task, work, mem_bytes, iso, ports, edges, dag, tiles, neighbours,
-                       mem, shim, limits, platform.name, conflicts, links, tasks, index)
+                       mem, shim, limits, platform.name, conflicts, links, tasks, index, task_bytes)
 
 
 def connected_task_sets(d: MappingData) -> list[frozenset]:

@@ -84,12 +84,12 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
                     qs.append(q)
                 m.add_at_most_one(qs)
     # chain of bundles: every task on a tile has as many members (one loop per core)
+    count = {(task, t): sum(x[v, t] for vs in classes.values() for v in vs)
+             for task, classes in by_task.items() for t in tiles}
     for i, a in enumerate(d.tasks):
         for b in d.tasks[i + 1:]:
             for t in tiles:
-                na = sum(x[v, t] for vs in by_task[a].values() for v in vs)
-                nb = sum(x[v, t] for vs in by_task[b].values() for v in vs)
-                m.add(na == nb).only_enforce_if([p[a, t], p[b, t]])
+                m.add(count[a, t] == count[b, t]).only_enforce_if([p[a, t], p[b, t]])
     for pair in sorted(d.conflicts, key=sorted):     # a stable model: CP-SAT's answer depends on the order
         a, b = sorted(pair)
         if partition is None or unit_of[a] != unit_of[b]:
@@ -153,7 +153,7 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
     for (t, dirn), cs in chans.items():
         m.add(sum(cs) <= d.limits[f"compute_{dirn}"])
     for t in tiles:
-        m.add(STACK_BYTES + sum(d.task_bytes(task) * p[task, t] for task in by_task) <= d.limits["compute_bytes"])
+        m.add(STACK_BYTES + sum(d.task_bytes[task] * p[task, t] for task in by_task) <= d.limits["compute_bytes"])
     total_work = sum(d.work.values())
     ub = total_work + sum(port.cycles for v in d.nodes for port in d.ports[v])
     # a tile's estimate is at least its members' work and host cycles (streams may all be free)

@@ -147,10 +147,10 @@ def route_faults(d: MappingData, host: list, routes: list) -> list[str]:
                              ("bytes", used, lim["mem_bytes"])):
             if n > cap:
                 faults.append(f"mem tile ({mem[0]},{mem[1]}) uses {n} {what}; it has {cap}")
+    shims = [(k, next(iter(s))) for k, s in collections.items()]
     for c in d.shim_columns:
-        ks = [(k, next(iter(s))) for k, s in collections.items()]
-        mm2s = sum(1 for k, s in ks if s[0] == c and k[2] == "in")
-        s2mm = sum(1 for k, s in ks if s[0] == c and k[2] == "out")
+        mm2s = sum(1 for k, s in shims if s[0] == c and k[2] == "in")
+        s2mm = sum(1 for k, s in shims if s[0] == c and k[2] == "out")
         if mm2s > lim["shim_out"] or s2mm > lim["shim_in"]:
             faults.append(f"shim column {c} uses {mm2s} MM2S / {s2mm} S2MM; "
                           f"it has {lim['shim_out']} / {lim['shim_in']}")

@@ -48,6 +48,7 @@ class Search:
         self.stats = {"states": 0, "leaves_placed": 0, "leaves_failed": 0, "moves_tried": 0}
         self.seen: set = set()
         self._legal_cache: dict = {}
+        self._cost_cache: dict = {}
 
     # -- node properties -------------------------------------------------------------------------
     def legal(self, members: frozenset) -> bool:
@@ -58,7 +59,14 @@ class Search:
         return ok
 
     def node_cost(self, members: frozenset) -> tuple[int, bool]:
-        """(pessimistic estimate, passes the prechecks) of one physical node."""
+        """(pessimistic estimate, passes the prechecks) of one physical node (cached: every state
+        and child ranks the same nodes again)."""
+        cost = self._cost_cache.get(members)
+        if cost is None:
+            cost = self._cost_cache[members] = self._node_cost(members)
+        return cost
+
+    def _node_cost(self, members: frozenset) -> tuple[int, bool]:
         d = self.d
         cycles, host = 0, {"in": set(), "out": set()}
         stream_peers: dict = {"in": {}, "out": {}}
@@ -78,7 +86,7 @@ class Search:
             hard = sum(1 for peers in stream_peers[dirn].values() if len(peers) > 4)
             if len(host[dirn]) + hard > d.limits[f"compute_{dirn}"]:
                 ok = False
-        mem = STACK_BYTES + sum(d.task_bytes(t) for t in {d.task[v] for v in members})
+        mem = STACK_BYTES + sum(d.task_bytes[t] for t in {d.task[v] for v in members})
         return cycles, ok and mem <= d.limits["compute_bytes"]
 
     def bound(self, partition) -> int:
@@ -214,8 +222,9 @@ class Search:
         return moves
 
     def linked(self, members: frozenset) -> bool:
-        """Whether the node's tasks are joined by streams (legality says so too; this is the
-        cheap test before it)."""
+        """Whether the merged node chains two or more tasks of which some pair is joined by a
+        stream (a chain never merges nodes of one task: that is a bundle); legality then checks
+        the whole chain."""
         tasks = {self.d.task[v] for v in members}
         return len(tasks) > 1 and any(link <= tasks for link in self.d.task_links)
 
