@@ -33,7 +33,7 @@ def main(folders) -> int:
         rows = runs[inst]
         for name in ("search", "cpsat", "cpsat (no hint)"):
             r = rows.get(name)
-            if r is None or name == "search (no hint)":
+            if r is None:
                 continue
             m = {k: ("-" if v is None else v) for k, v in (r["metrics"] or {}).items()}
             ok = r["checks_ok"] and r["objective"] is not None

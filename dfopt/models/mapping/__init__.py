@@ -204,7 +204,7 @@ def section(d: MappingData, ev, routes: list) -> dict:
         mem["mm2s" if r["dir"] == "in" else "s2mm"] += 1
         mem[f"{r['dir']}_tensors"].add(r["tensor"])
     shim = {}
-    for (mt, mem) in mems.items():
+    for mem in mems.values():
         mem["s2mm"] += len(mem.pop("in_tensors"))
         mem["mm2s"] += len(mem.pop("out_tensors"))
     for key in {(tuple(r["mem"]), r["tensor"], r["dir"], tuple(r["shim"])) for r in routes}:
