@@ -1,4 +1,4 @@
-"""One exception tree for dfopt (DESIGN section 8).
+"""One exception tree for dfopt (docs/design.md, errors and exit codes).
 
 Every error carries what a user needs to find the fault: the JSON pointer of a bad field, or the
 name of the kernel or stream at fault. Messages say what was expected, what was found and what to
@@ -11,6 +11,7 @@ try. The CLI maps each class to an exit code (:data:`EXIT_CODES`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -39,7 +40,9 @@ class InstanceError(DfoptError):
 
     exit_code = 2
 
-    def __init__(self, message: str | None = None, pointer: str = "", problems=None):
+    def __init__(self, message: str | None = None, pointer: str = "", problems: Iterable[Problem] | None = None,
+                 source: str | None = None):
+        self.source = source            # the file at fault, when it is not the instance (a solution file)
         self.problems: list[Problem] = list(problems or [])
         if message is not None:
             self.problems.insert(0, Problem(pointer, message))
@@ -52,12 +55,28 @@ class InstanceError(DfoptError):
         return self.problems[0].pointer
 
 
+class ResourceLimitError(InstanceError):
+    """An instance too large for the memory budget, found from counts before anything is
+    allocated (:func:`dfopt.instance.budget.check_budget`); bad input, exit code 2.
+
+    ``part`` names what would need the memory; ``estimate`` and ``budget`` are in bytes.
+
+    >>> err = ResourceLimitError("too large", pointer="/graph", part="events", estimate=3, budget=2)
+    >>> err.exit_code, err.part, str(err)
+    (2, 'events', '/graph: too large')
+    """
+
+    def __init__(self, message: str, pointer: str = "", part: str = "", estimate: int = 0, budget: int = 0):
+        super().__init__(message, pointer=pointer)
+        self.part, self.estimate, self.budget = part, int(estimate), int(budget)
+
+
 class InfeasibleError(DfoptError):
     """The instance is well formed but has no solution; ``reason`` says why."""
 
     exit_code = 3
 
-    def __init__(self, reason: str, culprits=()):
+    def __init__(self, reason: str, culprits: Iterable[object] = ()):
         self.reason = reason
         self.culprits = tuple(culprits)
         super().__init__(reason)
@@ -74,11 +93,11 @@ class SolverUnavailableError(DfoptError):
 
     exit_code = 5
 
-    def __init__(self, name: str, available=(), kind: str = "solver"):
+    def __init__(self, name: str, available: Iterable[str] = (), kind: str = "solver", context: str = ""):
         self.name = name
         self.available = tuple(available)
         listing = ", ".join(self.available) or "none"
-        super().__init__(f"{kind} {name!r} is not available; installed: {listing}")
+        super().__init__(f"{kind} {name!r}{context} is not available; installed: {listing}")
 
 
 class SolverError(DfoptError):
@@ -88,9 +107,11 @@ class SolverError(DfoptError):
 
 
 class CodegenError(DfoptError):
-    """Code generation could not express the solved design."""
+    """Code generation could not express the solved design; the AIE checker also sets
+    ``problems``, every problem it found."""
 
     exit_code = 2
+    problems: list[str]
 
 
 EXIT_CODES = {
@@ -103,7 +124,7 @@ EXIT_CODES = {
 }
 
 
-def unknown_name_error(kind: str, name: str, valid, pointer: str = "") -> InstanceError:
+def unknown_name_error(kind: str, name: str, valid: Iterable[str], pointer: str = "") -> InstanceError:
     """The error for a name that is not in a registry; it lists the valid names."""
     choices = ", ".join(sorted(valid))
     return InstanceError(f"unknown {kind} {name!r}; expected one of: {choices}", pointer=pointer)

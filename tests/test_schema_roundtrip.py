@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -132,6 +133,7 @@ def damaged(draw) -> dict:
     return data
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(damaged())
 def test_damaged_instances_fail_cleanly(data):

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import copy
 from functools import partial
+from typing import Any
 
 from dfopt.errors import InstanceError
-from dfopt.instance.common import _Faulty, _itensor_from_dict, _label
+from dfopt.instance.common import _Faulty, _itensor_from_dict, _label, _non_finite_issues
 from dfopt.instance.semantics import _graph_issues
 from dfopt.instance.types import _GRAPH_ENTITIES, FORMAT, Instance
-from dfopt.io import write_json_atomic
+from dfopt.io import StrPath, write_json_atomic
 from dfopt.ir.graph import Buffer, DataflowGraph, Kernel, Loop, Stream
 from dfopt.ir.itensor import ITensorType
-from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
 from dfopt.ir.opgraph import OpGraph
+from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
 from dfopt.ir.program import Program, Statement
 from dfopt.schema import schema_issues, to_problems
 
@@ -25,7 +26,7 @@ def _build(data: dict) -> Instance:
         platform_name = data["platform"]
         platform = load_preset(platform_name)
     elif "platform" in data:
-        platform = Platform.from_dict(data["platform"])
+        platform = Platform.from_dict(_integral(data["platform"]))
     return Instance(
         name=data["name"], problem=data["problem"],
         graph=graph_from_dict(data["graph"], validate=False) if "graph" in data else None,
@@ -38,6 +39,23 @@ def _build(data: dict) -> Instance:
     )
 
 
+def _integral(value, skip: str = "resources"):
+    """A copy of a validated platform object with its integral floats as ints: JSON Schema counts
+    ``4.0`` as an integer, and the models index and range over these counts. The numbers under
+    ``skip`` (resource amounts, which may be fractional) stay as given.
+
+    >>> _integral({"npu": {"columns": 4.0, "rows": {"compute": [2.0]}}, "slots": [{"resources": {"lut": 1.0}}]})
+    {'npu': {'columns': 4, 'rows': {'compute': [2]}}, 'slots': [{'resources': {'lut': 1.0}}]}
+    """
+    if isinstance(value, dict):
+        return {k: (copy.deepcopy(v) if k == skip else _integral(v, skip)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v, skip) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def graph_from_dict(d: dict, validate: bool = True) -> DataflowGraph:
     """Validate a graph object (``{"kernels": [...], "streams": [...]}``) and build it.
 
@@ -48,8 +66,16 @@ def graph_from_dict(d: dict, validate: bool = True) -> DataflowGraph:
     ...                      "streams": [{"name": "e", "src": "a", "dst": "b", "tokens": 8}]})
     >>> g.streams["e"].width
     32
+    >>> try:
+    ...     graph_from_dict({"kernels": [{"name": "a", "ii": float("nan")}]})
+    ... except InstanceError as err:
+    ...     print(err)
+    /kernels/0/ii: expected a finite number, got NaN
     """
     if validate:
+        issues = _non_finite_issues(d)
+        if issues:
+            raise InstanceError(problems=to_problems(issues))
         issues = schema_issues(d, "instance", "graph", label=partial(_label, d, _GRAPH_ENTITIES))
         if isinstance(d, dict):
             issues += _graph_issues(d, (), _Faulty(issues))
@@ -71,7 +97,7 @@ def _kernel_from_dict(d: dict) -> Kernel:
 def _stream_from_dict(d: dict) -> Stream:
     src_type = _itensor_from_dict(d["src_type"]) if "src_type" in d else None
     dst_type = _itensor_from_dict(d["dst_type"]) if "dst_type" in d else None
-    tokens = int(d["tokens"]) if "tokens" in d else src_type.tokens
+    tokens = int(d["tokens"]) if "tokens" in d or src_type is None else src_type.tokens
     width = int(d["width"]) if "width" in d else _default_width(src_type)
     return Stream(name=d["name"], src=d["src"], dst=d["dst"], tokens=tokens, width=width,
                   produce_ii=_int_or_none(d.get("produce_ii")), consume_ii=_int_or_none(d.get("consume_ii")),
@@ -100,11 +126,11 @@ def _program_from_dict(d: dict) -> Program:
 
 def to_dict(instance: Instance) -> dict:
     """The JSON object of an instance, without default values; ``from_dict`` reads it back equal."""
-    out = {"format": FORMAT, "name": instance.name, "problem": instance.problem}
+    out: dict[str, Any] = {"format": FORMAT, "name": instance.name, "problem": instance.problem}
     if instance.description:
         out["description"] = instance.description
     if instance.platform is not None:
-        out["platform"] = _platform_to_data(instance)
+        out["platform"] = _platform_to_data(instance.platform, instance.platform_name)
     if instance.graph is not None:
         out["graph"] = graph_to_dict(instance.graph)
     if instance.program is not None:
@@ -116,16 +142,15 @@ def to_dict(instance: Instance) -> dict:
     return out
 
 
-def dump(instance: Instance, path) -> None:
+def dump(instance: Instance, path: StrPath) -> None:
     """Write the instance as JSON to ``path`` atomically."""
     write_json_atomic(path, to_dict(instance))
 
 
-def _platform_to_data(instance: Instance):
-    name = instance.platform_name
-    if name in PRESET_NAMES and instance.platform == load_preset(name):
+def _platform_to_data(platform: Platform, name: str | None) -> str | dict:
+    if name is not None and name in PRESET_NAMES and platform == load_preset(name):
         return name
-    return instance.platform.to_dict()
+    return platform.to_dict()
 
 
 def graph_to_dict(g: DataflowGraph) -> dict:
@@ -139,7 +164,7 @@ def graph_to_dict(g: DataflowGraph) -> dict:
 
 
 def _kernel_to_dict(k: Kernel) -> dict:
-    out = {"name": k.name}
+    out: dict[str, Any] = {"name": k.name}
     if k.op != "generic":
         out["op"] = k.op
     if k.loops:
@@ -157,14 +182,14 @@ def _kernel_to_dict(k: Kernel) -> dict:
 
 
 def _loop_to_dict(lp: Loop) -> dict:
-    out = {"name": lp.name, "tripcount": lp.tripcount}
+    out: dict[str, Any] = {"name": lp.name, "tripcount": lp.tripcount}
     _put_unless(out, "step", lp.step, 1)
     _put_unless(out, "kind", lp.kind, "parallel")
     return out
 
 
 def _stream_to_dict(s: Stream) -> dict:
-    out = {"name": s.name, "src": s.src, "dst": s.dst}
+    out: dict[str, Any] = {"name": s.name, "src": s.src, "dst": s.dst}
     _put_unless(out, "tokens", s.tokens, s.src_type.tokens if s.src_type is not None else None)
     _put_unless(out, "width", s.width, _default_width(s.src_type))
     for key in ("produce_ii", "consume_ii"):
@@ -203,7 +228,7 @@ def _program_to_dict(p: Program) -> dict:
 
 
 def _statement_to_dict(s: Statement) -> dict:
-    out = {"name": s.name, "domain": s.domain}
+    out: dict[str, Any] = {"name": s.name, "domain": s.domain}
     if s.reads:
         out["reads"] = list(s.reads)
     if s.writes:

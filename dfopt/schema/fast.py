@@ -3,8 +3,11 @@
 jsonschema spends about a millisecond per kernel or stream; a 100k-kernel graph would take
 minutes. Most entries are flat objects of strings and bounded integers, so :func:`plainly_valid`
 checks those against the same schema definition directly and answers True only when the entry
-certainly conforms. Anything it does not fully understand (a ``$ref`` property such as an
-itensor type, a list) answers False, and jsonschema then checks that entry and words its errors.
+certainly conforms: every value of the right type and within the definition's ``minimum`` and
+``maximum`` (a finite number; integers must be Python ints, so an integral float such as ``1e308``
+is left to jsonschema). Anything it does not fully understand (a ``$ref`` property such as an
+itensor type, a list, a keyword it does not know) answers False, and jsonschema then checks that
+entry and words its errors.
 
 >>> from dfopt.schema import _load
 >>> d = _load("instance")["$defs"]
@@ -12,25 +15,50 @@ itensor type, a list) answers False, and jsonschema then checks that entry and w
 True
 >>> plainly_valid({"name": "k0", "ii": 0}, d["kernel"]), plainly_valid({"name": "k0", "x": 1}, d["kernel"])
 (False, False)
+>>> plainly_valid({"name": "k0", "ii": 2**62}, d["kernel"]), plainly_valid({"name": "k0", "ii": 4.0}, d["kernel"])
+(False, False)
 """
 
 from __future__ import annotations
 
+import math
+
 _TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
+_KNOWN = frozenset({"type", "minimum", "maximum", "minLength", "description"})
+_RULES: dict = {}   # id(property schema) -> (schema, rule); the schemas live as long as the process
+
+
+def _rule(schema: dict):
+    """``(python types, is boolean, minimum, maximum, min length)`` of a flat property schema, or
+    None when the schema has a keyword this pre-check does not evaluate."""
+    hit = _RULES.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    kind = schema.get("type")
+    rule = None
+    if kind in _TYPES and _KNOWN.issuperset(schema):
+        rule = (_TYPES[kind], kind == "boolean", schema.get("minimum"), schema.get("maximum"),
+                schema.get("minLength"))
+    _RULES[id(schema)] = (schema, rule)
+    return rule
 
 
 def _plain_value(value, schema: dict) -> bool:
-    kind = schema.get("type")
-    if kind not in _TYPES or set(schema) - {"type", "minimum", "minLength", "description"}:
+    """True when ``value`` certainly satisfies the flat ``schema`` of one property."""
+    rule = _rule(schema)
+    if rule is None:
         return False
-    if isinstance(value, bool) != (kind == "boolean") or not isinstance(value, _TYPES[kind]):
+    types, boolean, lo, hi, min_length = rule
+    if isinstance(value, bool) != boolean or not isinstance(value, types):
         return False
-    if "minimum" in schema and value < schema["minimum"]:
+    if isinstance(value, float) and not math.isfinite(value):
         return False
-    return "minLength" not in schema or len(value) >= schema["minLength"]
+    if (lo is not None and not value >= lo) or (hi is not None and not value <= hi):
+        return False
+    return min_length is None or len(value) >= min_length
 
 
-def plainly_valid(entry, schema: dict) -> bool:
+def plainly_valid(entry: object, schema: dict) -> bool:
     """True when ``entry`` certainly satisfies the object ``schema`` (False: ask jsonschema)."""
     if not isinstance(entry, dict) or schema.get("additionalProperties") is not False:
         return False
