@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dfopt.errors import InfeasibleError, InstanceError
+from dfopt.ir.analyses import longest_path_potentials
 from dfopt.lp import METHODS, solve_difference_lp
-from dfopt.lp.difference import longest_path_potentials, tight_potentials
+from dfopt.lp.potentials import tight_potentials
 
 
 def check(n, src, dst, lower, cost, result, tol=1e-6):

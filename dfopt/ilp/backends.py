@@ -25,11 +25,13 @@ import importlib.util
 import logging
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
+from dfopt import progress
 from dfopt.errors import InstanceError, SolverUnavailableError
 from dfopt.ilp.expr import Var, as_expr
 from dfopt.ilp.model import LinearModel, ModelData
@@ -70,7 +72,7 @@ class SolveOptions:
     record_incumbents: bool = False
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not (isinstance(self.time_limit, (int, float)) and 0 < self.time_limit < math.inf):
             raise InstanceError("time_limit: expected a positive finite number of seconds, "
                                 f"got {self.time_limit!r}")
@@ -104,7 +106,7 @@ class ModelSolveResult(SolveResult):
     values_array: np.ndarray | None = None
     model: LinearModel | None = field(default=None, repr=False, compare=False)
 
-    def value(self, item) -> float:
+    def value(self, item: object) -> float:
         """Value of a :class:`Var`, a :class:`LinExpr`, or a variable name."""
         if self.values_array is None:
             raise ValueError(f"no solution to read (termination {self.termination.value})")
@@ -206,6 +208,10 @@ def solve(model: LinearModel, backend: str = "cpsat", time_limit: float = 10.0, 
     where the solver allows (pywraplp backends write to the native stdout). ``params`` go to the
     native solver by name (CP-SAT parameter fields, HiGHS options, SCIP parameters).
 
+    The solve runs in a :func:`dfopt.progress.phase` labelled with the solver and the model's
+    name (inside the caller's phase when one is open); backends that see incumbents cheaply
+    (CP-SAT, HiGHS) report them there.
+
     >>> from dfopt.ilp import LinearModel
     >>> m = LinearModel()
     >>> a, b = m.bool_var("a"), m.bool_var("b")
@@ -220,7 +226,9 @@ def solve(model: LinearModel, backend: str = "cpsat", time_limit: float = 10.0, 
     data = model.data()
     chosen.check(data)
     start = time.perf_counter()
-    raw = chosen.solve(data, options)
+    with progress.phase(f"{chosen.display} {model.name}".strip(), time_limit) as ph:
+        raw = chosen.solve(data, options)
+        ph.update(incumbent=raw.objective, bound=raw.bound)
     wall = time.perf_counter() - start
     logger.debug("%s on %r: %s in %.3fs", chosen.name, model.name, raw.termination.value, wall)
     return _finish(model, data, raw, chosen.name, wall, options)

@@ -16,12 +16,20 @@ UNKNOWN        time_limit / none when a time limit was hit, else error / none
 MODEL_INVALID  error / none (message: ``CpModel.validate()``)
 =============  =================================================================
 
+:func:`map_cpsat_status` is the one place that reads CP-SAT statuses: every native model in
+dfopt is built with :func:`new_cp_model` (a :class:`LeanCpModel`) and solved by
+:func:`solve_cp_model`, which configures the solver with :func:`configure_solver`.
+
 Determinism: with ``deterministic=True`` one worker runs (or, with ``workers > 1``,
 ``interleave_search``), so one seed gives one result; pass
 ``params={"max_deterministic_time": t}`` to make the budget itself reproducible.
 
->>> from ortools.sat.python import cp_model
->>> m = cp_model.CpModel()
+Progress: every solve runs in a :func:`dfopt.progress.phase`; when an active reporter listens
+(or incumbents are recorded anyway) a solution callback reports each incumbent and the best
+bound, and a best-bound callback the bound between solutions. Without a listener no callback is
+attached (a callback slows CP-SAT a little).
+
+>>> m = new_cp_model("demo")
 >>> x = m.new_int_var(0, 10, "x")
 >>> _ = m.add(3 * x <= 20)
 >>> m.maximize(x)
@@ -35,20 +43,33 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dfopt import progress
 from dfopt.errors import InstanceError
-from dfopt.ilp.backends import (Backend, Capabilities, ModelSolveResult, RawResult, SolveOptions,
-                                importable, limit_reached)
+from dfopt.ilp.backends import (
+    Backend,
+    Capabilities,
+    ModelSolveResult,
+    RawResult,
+    SolveOptions,
+    importable,
+    limit_reached,
+)
 from dfopt.ilp.model import ModelData
 from dfopt.results import SolutionStatus, Termination
+
+if TYPE_CHECKING:
+    from ortools.sat.python.cp_model import CpModel, CpSolver, IntVar
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["CpSatBackend", "solve_cp_model", "build_cp_model", "map_cpsat_status",
+           "configure_solver", "new_cp_model", "lean_model_class",
            "rational_multiplier"]
 
 _MAX_DENOMINATOR = 10**6   # per coefficient: beyond this any float looks "rational"
@@ -73,7 +94,8 @@ class CpSatBackend(Backend):
 
     def solve(self, data: ModelData, options: SolveOptions) -> RawResult:
         model, _, obj_mult = build_cp_model(data)
-        outcome = _run(model, options, obj_mult, data.obj_offset, data.has_objective, None)
+        outcome = _run(model, options, obj_mult, data.obj_offset, data.has_objective, None,
+                       progress.current_phase())
         x = outcome.pop("x")
         return RawResult(outcome["termination"], outcome["status"], outcome["objective"],
                          outcome["bound"], x, outcome["message"], outcome["stats"])
@@ -83,31 +105,61 @@ class CpSatBackend(Backend):
 _LEAN = None
 
 
-def _lean_model_class():
-    """``CpModel`` without the deprecated camelCase aliases that OR-Tools 9.15 attaches to every
-    new model (about 5 ms per model: most of the time of a small model). dfopt only calls the
-    snake_case methods; models handed to user code elsewhere stay plain ``CpModel``."""
+def lean_model_class() -> type:
+    """:class:`LeanCpModel`: a ``CpModel`` without the deprecated camelCase aliases that
+    OR-Tools 9.15 attaches to every new model (about 5 ms per model: most of the time of a small
+    model). Use its snake_case methods only (``new_bool_var``, not ``NewBoolVar``). The class is
+    made on first use, so importing :mod:`dfopt.ilp` imports no solver; ``LeanCpModel`` (a lazy
+    attribute of this module and of :mod:`dfopt.ilp`) is the same class.
+
+    >>> from ortools.sat.python import cp_model
+    >>> issubclass(lean_model_class(), cp_model.CpModel), hasattr(new_cp_model("m"), "NewBoolVar")
+    (True, False)
+    """
     global _LEAN
     if _LEAN is None:
         from ortools.sat.python import cp_model
 
         class LeanCpModel(cp_model.CpModel):
+            """A ``CpModel`` without the per-model camelCase aliases (snake_case methods only)."""
+
             def _add_pre_pep8_methods(self) -> None:
                 return None
 
+        LeanCpModel.__module__, LeanCpModel.__qualname__ = __name__, "LeanCpModel"
         _LEAN = LeanCpModel
     return _LEAN
 
 
-def build_cp_model(data: ModelData):
+def new_cp_model(name: str = "") -> CpModel:
+    """A new, empty :class:`LeanCpModel` called ``name`` (for native models: no-overlap,
+    element, reified rows, assumptions, ...); solve it with :func:`solve_cp_model`.
+
+    >>> m = new_cp_model("pair")
+    >>> a, b = m.new_bool_var("a"), m.new_bool_var("b")
+    >>> _ = m.add_bool_or([a, b])
+    >>> m.name, len(m.proto.variables)
+    ('pair', 2)
+    """
+    model = lean_model_class()()
+    model.name = str(name)
+    return model
+
+
+def __getattr__(name: str) -> type:
+    if name == "LeanCpModel":
+        return lean_model_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def build_cp_model(data: ModelData) -> tuple[CpModel, list[IntVar], int]:
     """A ``CpModel`` equal to the arrays; returns ``(model, vars, objective_multiplier)``.
 
     Raises :class:`InstanceError` for continuous variables, infinite bounds, or data that does
     not scale exactly to integers.
     """
     _require_integer_vars(data)
-    model = _lean_model_class()()
-    model.name = data.name
+    model = new_cp_model(data.name)
     lbs, ubs = data.var_lb.astype(np.int64).tolist(), data.var_ub.astype(np.int64).tolist()
     xs = [model.new_int_var(lo, hi, nm) for lo, hi, nm in zip(lbs, ubs, data.var_names)]
     _add_rows(model, xs, data)
@@ -220,8 +272,17 @@ def _add_hints(model, xs, data: ModelData) -> None:
 
 
 # ------------------------------------------------------------------------- solving
-def map_cpsat_status(status_name: str, limit_hit: bool) -> tuple[Termination, SolutionStatus]:
-    """Map a ``CpSolverStatus`` name into the two dfopt enums (see the module table)."""
+def map_cpsat_status(status: str | int, limit_hit: bool) -> tuple[Termination, SolutionStatus]:
+    """Map a ``CpSolverStatus`` (the value ``CpSolver.solve`` returns, or its name) into the two
+    dfopt enums (see the module table); ``limit_hit``: the time limit was reached.
+
+    >>> [t.value for t in map_cpsat_status("FEASIBLE", limit_hit=True)]
+    ['time_limit', 'feasible']
+    >>> from ortools.sat.python import cp_model
+    >>> map_cpsat_status(cp_model.INFEASIBLE, False)[0].value
+    'infeasible'
+    """
+    status_name = status if isinstance(status, str) else _status_name(status)
     if status_name == "OPTIMAL":
         return Termination.OPTIMAL, SolutionStatus.OPTIMAL
     if status_name == "FEASIBLE":
@@ -233,8 +294,24 @@ def map_cpsat_status(status_name: str, limit_hit: bool) -> tuple[Termination, So
     return Termination.ERROR, SolutionStatus.NONE
 
 
-def configure_solver(options: SolveOptions):
-    """A ``CpSolver`` with the time limit, seed, worker and logging settings of ``options``."""
+def _status_name(status: int) -> str:
+    from ortools.sat import cp_model_pb2
+
+    try:
+        return cp_model_pb2.CpSolverStatus.Name(int(status))
+    except ValueError:
+        return f"code {int(status)}"
+
+
+def configure_solver(options: SolveOptions) -> CpSolver:
+    """A ``CpSolver`` with the time limit, seed, worker and logging settings of ``options``
+    (``params`` set CP-SAT parameter fields by name).
+
+    >>> from dfopt.ilp import SolveOptions
+    >>> p = configure_solver(SolveOptions(time_limit=3, seed=7, workers=4)).parameters
+    >>> p.max_time_in_seconds, p.random_seed, p.num_workers, p.interleave_search
+    (3.0, 7, 4, True)
+    """
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
@@ -257,29 +334,45 @@ def configure_solver(options: SolveOptions):
     return solver
 
 
-def _make_recorder(scale: float, offset: float, user_callback):
+def _make_recorder(scale: float, offset: float, user_callback, ph: progress.Phase | None,
+                   has_objective: bool):
     from ortools.sat.python import cp_model
 
+    report = ph if ph is not None and ph.live else None
+
     class _Recorder(cp_model.CpSolverSolutionCallback):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.incumbents: list[tuple[float, float]] = []
 
-        def on_solution_callback(self):
-            self.incumbents.append((float(self.wall_time), self.objective_value / scale + offset))
+        def on_solution_callback(self) -> None:
+            value = self.objective_value / scale + offset
+            self.incumbents.append((float(self.wall_time), value))
+            if report is not None:
+                bound = self.best_objective_bound / scale + offset if has_objective else None
+                report.update(incumbent=value if has_objective else None, bound=bound,
+                          detail=_count(len(self.incumbents), "solution"))
             if user_callback is not None:
                 user_callback(self)
 
     return _Recorder()
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def _run(model, options: SolveOptions, scale: float, offset: float, has_objective: bool,
-         user_callback) -> dict:
-    """Solve a ``CpModel``; returns the mapped outcome, the solution vector and the solver."""
+         user_callback, ph: progress.Phase | None = None) -> dict:
+    """Solve a ``CpModel``; returns the mapped outcome, the solution vector and the solver.
+    With a live progress phase ``ph``, incumbents and bounds are reported to it."""
     solver = configure_solver(options)
     recorder = None
-    if options.record_incumbents or user_callback is not None:
-        recorder = _make_recorder(scale, offset, user_callback)
+    live = ph is not None and ph.live
+    if options.record_incumbents or user_callback is not None or live:
+        recorder = _make_recorder(scale, offset, user_callback, ph, has_objective)
+    if ph is not None and live and has_objective:
+        solver.best_bound_callback = lambda b: ph.update(bound=b / scale + offset)
     status = solver.solve(model, recorder)
     name = solver.status_name(status)
     term, sol = map_cpsat_status(name, _limit_hit(solver, options))
@@ -301,8 +394,10 @@ def _run(model, options: SolveOptions, scale: float, offset: float, has_objectiv
     stats = {"status": name, "conflicts": solver.num_conflicts, "branches": solver.num_branches,
              "deterministic_time": solver.deterministic_time, "solver_wall_time_s": solver.wall_time,
              "num_workers": solver.parameters.num_workers}
-    if recorder is not None:
+    if recorder is not None and (options.record_incumbents or user_callback is not None):
         stats["incumbents"] = recorder.incumbents
+    if ph is not None and bound is not None:
+        ph.update(incumbent=objective, bound=bound)
     return {"termination": term, "status": sol, "objective": objective, "bound": bound, "x": x,
             "message": message, "stats": stats, "solver": solver}
 
@@ -314,28 +409,34 @@ def _limit_hit(solver, options: SolveOptions) -> bool:
     return limit_reached(solver.wall_time, options.time_limit)
 
 
-def solve_cp_model(model, time_limit: float = 10.0, seed: int = 0, deterministic: bool = True,
+def solve_cp_model(model: CpModel, time_limit: float = 10.0, seed: int = 0, deterministic: bool = True,
                    workers: int | None = None, hint: Mapping[Any, int] | Iterable | None = None,
                    callback: Callable[[Any], None] | None = None, record_incumbents: bool = False,
                    log: bool = False, params: Mapping[str, Any] | None = None,
-                   named_values: bool = True):
+                   named_values: bool = True, label: str | None = None) -> tuple[ModelSolveResult, CpSolver]:
     """Solve a native ``CpModel`` with dfopt's options and status mapping.
 
-    For constraints the neutral model lacks (no-overlap, element, reified rows, ...). ``hint``
-    (a mapping or pairs of variable -> value) is merged into the model's hints.
-    ``callback(cb)`` runs on every improving solution with the CP-SAT solution callback ``cb``
-    (read ``cb.value(x)``, ``cb.objective_value``, ``cb.wall_time``); with it or
-    ``record_incumbents``, ``result.stats["incumbents"]`` lists ``(seconds, objective)``.
+    For constraints the neutral model lacks (no-overlap, element, reified rows, assumptions,
+    ...); build it with :func:`new_cp_model`. ``hint`` (a mapping or pairs of variable -> value)
+    is merged into the model's hints. ``callback(cb)`` runs on every improving solution with the
+    CP-SAT solution callback ``cb`` (read ``cb.value(x)``, ``cb.objective_value``,
+    ``cb.wall_time``); with it or ``record_incumbents``, ``result.stats["incumbents"]`` lists
+    ``(seconds, objective)``. The solve runs in a progress phase called ``label`` (default:
+    ``CP-SAT`` and the model's name), nested in the caller's phase if one is open.
     Returns ``(result, solver)``: read values with ``solver.value(var)``, or
     ``result.values_array[var.index]``; ``result.values`` maps variable names to values when
-    ``named_values``.
+    ``named_values`` (then the names must be unique; unnamed variables are left out).
+    Assumptions on the model hold for the solve; after an infeasible one,
+    ``solver.sufficient_assumptions_for_infeasibility()`` lists a core.
     """
     options = SolveOptions(time_limit, seed, deterministic, workers, log, record_incumbents,
                            dict(params or {}))
     if hint is not None:
         _merge_hints(model, hint)
+    label = label or " ".join(["CP-SAT", model.name]).strip()
     start = time.perf_counter()
-    outcome = _run(model, options, 1.0, 0.0, model.has_objective(), callback)
+    with progress.phase(label, time_limit) as ph:
+        outcome = _run(model, options, 1.0, 0.0, model.has_objective(), callback, ph)
     wall = time.perf_counter() - start
     x = outcome["x"]
     values = {}

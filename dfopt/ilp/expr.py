@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn, TypeAlias, TypeGuard, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from dfopt.errors import InstanceError
 
@@ -34,8 +36,12 @@ __all__ = ["Var", "LinExpr", "LinearConstraint", "lin_sum", "as_expr"]
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
 
+#: What arithmetic on expressions takes: a variable, an expression or a number.
+Operand: TypeAlias = "Var | LinExpr | float"
+_E = TypeVar("_E", bound="_ExprOps")
 
-def _is_number(x) -> bool:
+
+def _is_number(x: object) -> TypeGuard[numbers.Real]:
     return isinstance(x, numbers.Real)
 
 
@@ -45,25 +51,25 @@ class _ExprOps:
     __slots__ = ()
     __array_ufunc__ = None  # numpy scalars defer to our reflected operators
 
-    def __add__(self, other):
+    def __add__(self, other: Operand) -> LinExpr:
         return _combine(self, other, 1.0)
 
-    def __radd__(self, other):
+    def __radd__(self, other: Operand) -> LinExpr:
         return _combine(self, other, 1.0)
 
-    def __sub__(self, other):
+    def __sub__(self, other: Operand) -> LinExpr:
         return _combine(self, other, -1.0)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: Operand) -> LinExpr:
         return _combine(_scale(self, -1.0), other, 1.0)
 
-    def __neg__(self):
+    def __neg__(self) -> LinExpr:
         return _scale(self, -1.0)
 
-    def __pos__(self):
+    def __pos__(self: _E) -> _E:
         return self
 
-    def __mul__(self, other):
+    def __mul__(self, other: float) -> LinExpr:
         if not _is_number(other):
             raise TypeError(
                 f"a linear model can only multiply by numbers, got {type(other).__name__}; "
@@ -74,24 +80,24 @@ class _ExprOps:
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: float) -> LinExpr:
         if not _is_number(other) or other == 0:
             raise TypeError(f"a linear expression can only be divided by a nonzero number, got {other!r}")
         return _scale(self, 1.0 / float(other))
 
-    def __le__(self, other):
+    def __le__(self, other: Operand) -> LinearConstraint:
         return _compare(self, other, "<=")
 
-    def __ge__(self, other):
+    def __ge__(self, other: Operand) -> LinearConstraint:
         return _compare(self, other, ">=")
 
-    def __eq__(self, other):  # type: ignore[override]
+    def __eq__(self, other: object) -> LinearConstraint:  # type: ignore[override]
         return _compare(self, other, "==")
 
-    def __ne__(self, other):  # type: ignore[override]
+    def __ne__(self, other: object) -> bool:
         return NotImplemented
 
-    def __lt__(self, other):
+    def __lt__(self, other: Operand) -> NoReturn:
         raise TypeError("strict inequalities are not linear constraints; use <= or >=")
 
     __gt__ = __lt__
@@ -102,7 +108,7 @@ class Var(_ExprOps):
 
     __slots__ = ("model", "index")
 
-    def __init__(self, model: "LinearModel", index: int):
+    def __init__(self, model: LinearModel, index: int) -> None:
         self.model = model
         self.index = int(index)
 
@@ -139,7 +145,8 @@ class LinExpr(_ExprOps):
     __slots__ = ("model", "_idx", "_coef", "_const", "_parts")
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, model=None, idx=_EMPTY_I, coef=_EMPTY_F, constant: float = 0.0, parts=None):
+    def __init__(self, model: LinearModel | None = None, idx: np.ndarray = _EMPTY_I, coef: np.ndarray = _EMPTY_F,
+                 constant: float = 0.0, parts: tuple | None = None) -> None:
         self.model = model
         self._idx = idx
         self._coef = coef
@@ -166,7 +173,8 @@ class LinExpr(_ExprOps):
 
     def __repr__(self) -> str:
         idx, coef, const = self.flatten()
-        body = " + ".join(f"{c:g}*{self.model.var_name(i)}" for i, c in zip(idx.tolist(), coef.tolist()))
+        name = self.model.var_name if self.model is not None else str  # no model: no terms either
+        body = " + ".join(f"{c:g}*{name(i)}" for i, c in zip(idx.tolist(), coef.tolist()))
         return f"LinExpr({body or '0'} + {const:g})"
 
 
@@ -175,7 +183,8 @@ class LinearConstraint:
 
     __slots__ = ("model", "idx", "coef", "lb", "ub", "_identity")
 
-    def __init__(self, model, idx, coef, lb: float, ub: float, identity=None):
+    def __init__(self, model: LinearModel | None, idx: np.ndarray, coef: np.ndarray, lb: float, ub: float,
+                 identity: tuple[Var, Var] | None = None) -> None:
         self.model = model
         self.idx, self.coef = idx, coef
         self.lb, self.ub = float(lb), float(ub)
@@ -195,7 +204,7 @@ class LinearConstraint:
         return f"LinearConstraint({self.lb:g} <= ... <= {self.ub:g}, {len(self.idx)} terms)"
 
 
-def as_expr(x) -> LinExpr | Var:
+def as_expr(x: object) -> LinExpr | Var:
     """Coerce a number, :class:`Var` or :class:`LinExpr` into an expression."""
     if isinstance(x, (Var, LinExpr)):
         return x
@@ -204,8 +213,8 @@ def as_expr(x) -> LinExpr | Var:
     raise TypeError(f"expected a number, Var or LinExpr, got {type(x).__name__}")
 
 
-def lin_sum(variables: Sequence[Var] | np.ndarray, coeffs=None, constant: float = 0.0,
-            model: "LinearModel | None" = None) -> LinExpr:
+def lin_sum(variables: Sequence[Var] | np.ndarray, coeffs: npt.ArrayLike | None = None, constant: float = 0.0,
+            model: LinearModel | None = None) -> LinExpr:
     """Fast flat ``sum(coeffs[i] * variables[i]) + constant``.
 
     ``variables`` is a sequence of :class:`Var` or an integer array of column indices (then
@@ -256,7 +265,7 @@ def _combine(a, b, sign: float) -> LinExpr:
     return LinExpr(_model_of(a, b), parts=((1.0, a), (sign, b)))
 
 
-def _compare(a, b, op: str):
+def _compare(a, b, op: str) -> LinearConstraint:
     if not (_is_number(b) or isinstance(b, (Var, LinExpr))):
         return NotImplemented
     identity = (a, b) if op == "==" and isinstance(a, Var) and isinstance(b, Var) else None

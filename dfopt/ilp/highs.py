@@ -29,19 +29,24 @@ import logging
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dfopt import progress
 from dfopt.ilp.backends import Backend, Capabilities, RawResult, SolveOptions, importable
 from dfopt.ilp.model import ModelData
 from dfopt.results import SolutionStatus, Termination
+
+if TYPE_CHECKING:
+    import highspy
 
 logger = logging.getLogger(__name__)
 
 _BANNER_DONE = False
 
 
-def new_highs(log: bool = False):
+def new_highs(log: bool = False) -> highspy.Highs:
     """A quiet ``highspy.Highs``; with ``log`` its log goes to :mod:`logging`, never to stdout.
 
     HiGHS prints a banner to the C stdout the first time one is built; that one construction
@@ -88,7 +93,7 @@ def _quiet_fd1():
         os.close(devnull)
 
 
-def highs_lp(data: ModelData, names: bool = False):
+def highs_lp(data: ModelData, names: bool = False) -> highspy.HighsLp:
     """A ``highspy.HighsLp`` from model arrays (row-wise matrix, the model's own sense)."""
     import highspy
 
@@ -161,10 +166,9 @@ class HighsBackend(Backend):
         lp = highs_lp(data)
         _set_options(h, options)
         incumbents: list = []
-        if options.record_incumbents:
-            h.cbMipImprovingSolution.subscribe(
-                lambda e: incumbents.append((float(e.data_out.running_time),
-                                             float(e.data_out.objective_function_value))))
+        ph = progress.current_phase()
+        if options.record_incumbents or (ph is not None and ph.live):
+            h.cbMipImprovingSolution.subscribe(_on_improving(incumbents, ph))
         h.passModel(lp)
         if len(data.hint_idx):
             h.setSolution(len(data.hint_idx), data.hint_idx.astype(np.int32), data.hint_val)
@@ -175,6 +179,20 @@ class HighsBackend(Backend):
         if status_name == "kUnboundedOrInfeasible":
             status_name = _disambiguate(h, lp)
         return _collect(h, status_name, data, options, elapsed, incumbents)
+
+
+def _on_improving(incumbents: list, ph: progress.Phase | None):
+    """The HiGHS improving-solution callback: record ``(seconds, objective)`` and report the
+    incumbent and the MIP dual bound to the progress phase."""
+    def callback(e) -> None:
+        out = e.data_out
+        value = float(out.objective_function_value)
+        incumbents.append((float(out.running_time), value))
+        if ph is not None:
+            bound = float(out.mip_dual_bound)
+            ph.update(incumbent=value, bound=bound if np.isfinite(bound) else None)
+
+    return callback
 
 
 def _set_options(h, options: SolveOptions) -> None:

@@ -24,12 +24,17 @@ MODEL_INVALID
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from dfopt.errors import InstanceError, SolverUnavailableError
 from dfopt.ilp.backends import Backend, Capabilities, RawResult, SolveOptions, importable, limit_reached
 from dfopt.ilp.model import ModelData
 from dfopt.results import SolutionStatus, Termination
+
+if TYPE_CHECKING:
+    from ortools.linear_solver import pywraplp
 
 __all__ = ["PywraplpBackend", "ScipBackend", "CbcBackend", "GlopBackend", "build_pywraplp"]
 
@@ -122,7 +127,7 @@ def _recheck_infeasible(solver) -> str:
     return "UNBOUNDED" if solver.Solve() == 0 else "INFEASIBLE"
 
 
-def build_pywraplp(data: ModelData, solver_id: str):
+def build_pywraplp(data: ModelData, solver_id: str) -> tuple[pywraplp.Solver, list[pywraplp.Variable]]:
     """A ``pywraplp.Solver`` holding the model; returns ``(solver, variables)``."""
     from ortools.linear_solver import pywraplp
 

@@ -18,14 +18,15 @@ after the IR so results map back by name.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 
 from dfopt.errors import InstanceError
-from dfopt.ilp.expr import LinExpr, LinearConstraint, Var, as_expr
+from dfopt.ilp.expr import LinearConstraint, LinExpr, Operand, Var, as_expr
 
 __all__ = ["LinearModel", "ModelData"]
 
@@ -74,7 +75,7 @@ class LinearModel:
     (2, 1)
     """
 
-    def __init__(self, name: str = "model"):
+    def __init__(self, name: str = "model") -> None:
         self.name = name
         self._lb: list[float] = []
         self._ub: list[float] = []
@@ -105,7 +106,8 @@ class LinearModel:
         """A continuous variable in ``[lb, ub]``."""
         return self._new_var(lb, ub, False, name)
 
-    def add_vars(self, count: int, lb=0.0, ub=math.inf, integer: bool | Sequence[bool] = False,
+    def add_vars(self, count: int, lb: npt.ArrayLike = 0.0, ub: npt.ArrayLike = math.inf,
+                 integer: bool | Sequence[bool] = False,
                  names: Sequence[str] | str | None = None) -> np.ndarray:
         """Add ``count`` variables at once; returns their column indices (for :meth:`add_rows`).
 
@@ -181,7 +183,7 @@ class LinearModel:
         self._check_owner(constraint.model)
         return self._append_row(constraint.idx, constraint.coef, constraint.lb, constraint.ub, name)
 
-    def add_range(self, expr, lb: float, ub: float, name: str | None = None) -> int:
+    def add_range(self, expr: Operand, lb: float, ub: float, name: str | None = None) -> int:
         """Add ``lb <= expr <= ub``; returns the row index."""
         e = as_expr(expr)
         e = e if isinstance(e, LinExpr) else 1.0 * e
@@ -189,7 +191,8 @@ class LinearModel:
         self._check_owner(e.model)
         return self._append_row(idx, coef, float(lb) - const, float(ub) - const, name)
 
-    def add_rows(self, row_idx, var_idx, coeffs, lb, ub, names: Sequence[str] | None = None) -> np.ndarray:
+    def add_rows(self, row_idx: npt.ArrayLike, var_idx: npt.ArrayLike, coeffs: npt.ArrayLike, lb: npt.ArrayLike,
+                 ub: npt.ArrayLike, names: Sequence[str] | None = None) -> np.ndarray:
         """Add many rows from COO triplets: row ``r`` is ``lb[r] <= sum coeffs*x[var_idx] <= ub[r]``.
 
         ``row_idx`` counts from 0 within this call; ``len(lb) == len(ub)`` is the number of rows.
@@ -220,11 +223,11 @@ class LinearModel:
         return np.arange(start, start + len(lo), dtype=np.int64)
 
     # ------------------------------------------------------------------ objective
-    def minimize(self, expr) -> None:
+    def minimize(self, expr: Operand) -> None:
         """Set the objective to minimise ``expr``."""
         self._set_objective(expr, maximize=False)
 
-    def maximize(self, expr) -> None:
+    def maximize(self, expr: Operand) -> None:
         """Set the objective to maximise ``expr``."""
         self._set_objective(expr, maximize=True)
 
@@ -245,7 +248,7 @@ class LinearModel:
             self._data = self._build_data()
         return self._data
 
-    def evaluate(self, expr, x: np.ndarray) -> float:
+    def evaluate(self, expr: Operand, x: np.ndarray) -> float:
         """Value of ``expr`` at the point ``x`` (indexed by column)."""
         e = as_expr(expr)
         if isinstance(e, Var):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from dfopt.ilp.model import LinearModel
 
@@ -19,11 +20,16 @@ class RowBuffer:
     1
     """
 
-    def __init__(self):
-        self.r, self.c, self.v, self.lo, self.hi = [], [], [], [], []
+    def __init__(self) -> None:
+        self.r: list[np.ndarray] = []
+        self.c: list[np.ndarray] = []
+        self.v: list[np.ndarray] = []
+        self.lo: list[np.ndarray] = []
+        self.hi: list[np.ndarray] = []
         self.count = 0
 
-    def add(self, rows, cols, vals, lo, hi) -> None:
+    def add(self, rows: npt.ArrayLike, cols: npt.ArrayLike, vals: npt.ArrayLike, lo: npt.ArrayLike,
+            hi: npt.ArrayLike) -> None:
         rows = np.asarray(rows, dtype=np.int64)
         self.r.append(rows + self.count)
         self.c.append(np.asarray(cols, dtype=np.int64))

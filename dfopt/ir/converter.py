@@ -1,4 +1,4 @@
-"""Layout converters between two itensor types (StreamTensor Algorithm 1, DESIGN 5.2).
+"""Layout converters between two itensor types (StreamTensor Algorithm 1; docs/fusion.md).
 
 A converter sits on a stream whose producer and consumer stream the same tensor in different
 orders or tiles. It buffers part of the tensor in a ping-pong buffer: while the producer fills one
@@ -26,6 +26,7 @@ False
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dfopt.ir.itensor import DTYPE_BITS, ITensorType
@@ -84,7 +85,7 @@ def same_stream(src: ITensorType, dst: ITensorType) -> bool:
     return src.element == dst.element and nest(src) == nest(dst)
 
 
-def buffer_bytes(shape, dtype: str, copies: int = PING_PONG) -> int:
+def buffer_bytes(shape: Iterable[int], dtype: str, copies: int = PING_PONG) -> int:
     """Bytes of ``copies`` buffers of ``shape`` elements of ``dtype`` (rounded up to whole bytes)."""
     return copies * math.ceil(math.prod(shape) * DTYPE_BITS[dtype] / 8)
 

@@ -15,6 +15,7 @@ The graph holds data only; it never imports a solver.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -83,7 +84,7 @@ class Stream:
 class DataflowGraph:
     """Kernels and streams in file order, with a networkx view for graph analyses."""
 
-    def __init__(self, kernels=(), streams=()):
+    def __init__(self, kernels: Iterable[Kernel] = (), streams: Iterable[Stream] = ()) -> None:
         self.kernels: dict[str, Kernel] = {}
         self.streams: dict[str, Stream] = {}
         self._nx = nx.MultiDiGraph()
@@ -108,12 +109,23 @@ class DataflowGraph:
         self.streams[stream.name] = stream
         self._nx.add_edge(stream.src, stream.dst, key=stream.name)
 
-    def copy(self) -> "DataflowGraph":
+    def copy(self) -> DataflowGraph:
         return DataflowGraph([dataclasses.replace(k) for k in self.kernels.values()],
                              [dataclasses.replace(s) for s in self.streams.values()])
 
-    def with_depths(self, depths: dict) -> "DataflowGraph":
-        """A copy whose streams carry the given depths (others keep theirs)."""
+    def with_depths(self, depths: Mapping[str, int]) -> DataflowGraph:
+        """A copy whose streams carry the given FIFO depths (stream name -> depth; streams not in
+        ``depths`` keep theirs); ``self`` is left as it was. A name that is not a stream of the
+        graph is a ValueError.
+
+        >>> g = DataflowGraph([Kernel("a"), Kernel("b")], [Stream("e", "a", "b", 4), Stream("f", "a", "b", 4)])
+        >>> sized = g.with_depths({"e": 3})
+        >>> sized.streams["e"].depth, sized.streams["f"].depth, g.streams["e"].depth
+        (3, None, None)
+        """
+        unknown = sorted(set(depths) - set(self.streams))
+        if unknown:
+            raise ValueError(f"depths name unknown streams: {', '.join(map(repr, unknown))}")
         g = self.copy()
         for name, d in depths.items():
             g.streams[name].depth = int(d)

@@ -15,7 +15,9 @@ token is one element (tile).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 DTYPE_BITS = {
     "i1": 1, "i4": 4, "i8": 8, "u8": 8, "i16": 16, "u16": 16, "i32": 32, "u32": 32, "i64": 64,
@@ -72,13 +74,17 @@ class ITensorType:
             if m is not None and not 0 <= m < depth:
                 out.append(("map", f"map[{i}] = {m} is outside the {depth} iteration dimensions"))
             elif self.shape[i] % self.element[i]:
-                out.append(("element", f"element {self.element[i]} does not divide shape {self.shape[i]} in dimension {i}"))
+                out.append(("element",
+                            f"element {self.element[i]} does not divide shape {self.shape[i]} in dimension {i}"))
             elif m is None and self.element[i] != self.shape[i]:
-                out.append(("map", f"data dimension {i} is not iterated, so its element must span the shape {self.shape[i]}"))
+                out.append(("map",
+                            f"data dimension {i} is not iterated, so its element must span the shape {self.shape[i]}"))
             elif m is not None and self.tripcounts[m] * self.steps[m] != self.shape[i]:
-                out.append(("tripcounts", f"dimension {i}: tripcount {self.tripcounts[m]} x step {self.steps[m]} does not cover shape {self.shape[i]}"))
+                out.append(("tripcounts", f"dimension {i}: tripcount {self.tripcounts[m]} x step {self.steps[m]} "
+                                          f"does not cover shape {self.shape[i]}"))
             elif m is not None and self.steps[m] != self.element[i]:
-                out.append(("steps", f"dimension {i}: step {self.steps[m]} differs from element {self.element[i]} (tiles must not overlap or leave gaps)"))
+                out.append(("steps", f"dimension {i}: step {self.steps[m]} differs from element {self.element[i]} "
+                                     "(tiles must not overlap or leave gaps)"))
         return out
 
     def __str__(self) -> str:
@@ -99,7 +105,8 @@ class ITensorType:
                    tuple(d["steps"]), tuple(d["map"]))
 
 
-def loop_nest_type(dtype: str, shape, loops, indices, *, output: bool = False) -> ITensorType:
+def loop_nest_type(dtype: str, shape: Iterable[int], loops: Sequence[Any], indices: Iterable[str | None], *,
+                   output: bool = False) -> ITensorType:
     """The itensor type of one tensor port of a tiled loop nest (Linalg-to-dataflow conversion).
 
     ``loops`` are the kernel's tiled loops, outermost first: objects or dicts with ``name``,

@@ -12,6 +12,7 @@ A FIFO of depth <= 2 is registers and takes no block.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 BRAM18_SHAPES = ((1024, 18), (2048, 9), (4096, 4), (8192, 2), (16384, 1))
 REGISTER_DEPTH = 2
@@ -24,7 +25,7 @@ def bram18_count(width: int, depth: int) -> int:
     return min(-(-depth // d) * -(-width // w) for d, w in BRAM18_SHAPES)
 
 
-def bram18_counts(widths, depths) -> np.ndarray:
+def bram18_counts(widths: npt.ArrayLike, depths: npt.ArrayLike) -> np.ndarray:
     """Vectorised :func:`bram18_count` over arrays of widths and depths."""
     widths = np.asarray(widths, dtype=np.int64)
     depths = np.asarray(depths, dtype=np.int64)

@@ -37,16 +37,19 @@ TensorSpec(name='h', shape=(512, 256), dtype='f32', kind='intermediate')
 (['act'], 'fc2', 33554432)
 >>> bad = g.to_dict()
 >>> bad["tensors"]["w2"]["shape"] = [128, 128]
->>> OpGraph.from_dict(bad)
+>>> OpGraph.from_dict(bad)  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
 ...
-dfopt.errors.InstanceError: /operators/ops/2/inputs/1: op fc2 (matmul): A is [512, 256] but B is [128, 128]: inner dimensions 256 and 128 differ (A = 'g', B = 'w2')
+dfopt.errors.InstanceError: /operators/ops/2/inputs/1: op fc2 (matmul): A is [512, 256] but B is [128, 128]:
+inner dimensions 256 and 128 differ (A = 'g', B = 'w2')
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
@@ -119,7 +122,7 @@ class OpGraph:
     a topological order, and the output names. Build it with :meth:`from_dict`, which validates;
     the constructor trusts its arguments."""
 
-    def __init__(self, tensors: dict, ops, outputs):
+    def __init__(self, tensors: Mapping[str, TensorSpec], ops: Iterable[Op], outputs: Iterable[str]) -> None:
         self.tensors: dict[str, TensorSpec] = dict(tensors)
         self.ops: list[Op] = list(ops)
         self.outputs: tuple[str, ...] = tuple(outputs)
@@ -131,13 +134,14 @@ class OpGraph:
                 self._consumers.setdefault(name, []).append(op)
 
     @classmethod
-    def from_dict(cls, d, base=("operators",)) -> OpGraph:
+    def from_dict(cls, d: Any, base: Iterable[str | int] = ("operators",)) -> OpGraph:
         """The graph of an ``operators`` object; :class:`InstanceError` listing every fault
         (with JSON pointers under ``base``) when it is not a valid graph."""
         reader = _Reader(d, tuple(base))
         if reader.issues:
             raise InstanceError(problems=to_problems(reader.issues))
-        return cls(reader.specs, reader.ops, reader.outputs)
+        return cls({name: spec for name, spec in reader.specs.items() if spec is not None}, reader.ops,
+                   reader.outputs)
 
     def to_dict(self) -> dict:
         """The canonical ``operators`` object: graph inputs only in ``tensors``, attributes that
@@ -175,7 +179,7 @@ class OpGraph:
         """Tensors that no op reads and that are not outputs (dead results, idle inputs)."""
         return [n for n in self.tensors if not self._consumers.get(n) and n not in self.outputs]
 
-    def flops(self, op) -> int:
+    def flops(self, op: Op | str) -> int:
         """Arithmetic operations of ``op`` (an :class:`Op` or its name).
 
         ``matmul``: 2*M*N*K per batch entry (a multiply and an add per product term; the
@@ -194,7 +198,7 @@ class OpGraph:
     def total_flops(self) -> int:
         return sum(self.flops(op) for op in self.ops)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, OpGraph):
             return NotImplemented
         return (list(self.tensors.items()), self.ops, self.outputs) == \
@@ -204,7 +208,7 @@ class OpGraph:
         return f"OpGraph({len(self.ops)} ops, {len(self.tensors)} tensors, outputs {list(self.outputs)})"
 
 
-def operator_issues(d, base: tuple = ("operators",)) -> list[tuple[tuple, str]]:
+def operator_issues(d: Any, base: tuple = ("operators",)) -> list[tuple[tuple, str]]:
     """Every fault of an ``operators`` object as ``(path, message)``, in path order; empty when
     :meth:`OpGraph.from_dict` accepts it. Checks the structure itself too, so it also works
     without the schema (``dfopt validate`` runs both; drop the issues under schema-faulty paths).
@@ -262,13 +266,19 @@ class _OpRec:
         name = self.name if self.name is not None else f"#{self.index}"
         return f"op {name} ({self.kind})" if self.kind else f"op {name}"
 
+    def op(self) -> Op:
+        """The checked op (only for a record read without faults)."""
+        assert self.name is not None and self.kind is not None and self.output is not None
+        return Op(self.name, self.kind, tuple(self.inputs), self.output, dict(self.attrs))
+
 
 class _Reader:
     """Reads and checks an ``operators`` object in phases: structure, names, cycles, shapes.
     Leaves ``issues`` and, when there are none, the parts of the graph."""
 
-    def __init__(self, d, base: tuple):
-        self.base, self.issues = base, []
+    def __init__(self, d: Any, base: tuple) -> None:
+        self.base = base
+        self.issues: list[tuple[tuple, str]] = []
         self.decls: dict[str, _Decl] = {}
         self.recs: list[_OpRec] = []
         self.outputs: tuple = ()
@@ -300,13 +310,19 @@ class _Reader:
                 what = "a non-empty object of tensor declarations" if kind is dict else "a non-empty array"
                 got = "nothing" if key not in d else found(value)
                 self._add((key,), f"expected {what}, got {got}")
-        tensors = d.get("tensors") if isinstance(d.get("tensors"), dict) else {}
+        tensors = d.get("tensors")
+        if not isinstance(tensors, dict):
+            tensors = {}
         for name, entry in tensors.items():
             self._read_tensor(name, entry)
-        ops = d.get("ops") if isinstance(d.get("ops"), list) else []
+        ops = d.get("ops")
+        if not isinstance(ops, list):
+            ops = []
         for i, entry in enumerate(ops):
             self._read_op(i, entry)
-        outputs = d.get("outputs") if isinstance(d.get("outputs"), list) else []
+        outputs = d.get("outputs")
+        if not isinstance(outputs, list):
+            outputs = []
         self.outputs = tuple(outputs)
         for i, name in enumerate(outputs):
             if not isinstance(name, str) or not name:
@@ -360,10 +376,12 @@ class _Reader:
         rec = _OpRec(i, name if isinstance(name, str) and name else None, None, [], None, {}, True)
         self.recs.append(rec)
         if rec.name is None:
-            self._add(path + ("name",), f"op #{i}: expected a non-empty name, got {found(name) if 'name' in entry else 'nothing'}")
+            got = found(name) if "name" in entry else "nothing"
+            self._add(path + ("name",), f"op #{i}: expected a non-empty name, got {got}")
         elif any(r.name == name for r in self.recs[:-1]):
             first = next(r.index for r in self.recs if r.name == name)
-            self._add(path + ("name",), f"duplicate op name {name!r} (first at {self._ptr(('ops', first))}); op names must be unique")
+            self._add(path + ("name",),
+                      f"duplicate op name {name!r} (first at {self._ptr(('ops', first))}); op names must be unique")
         kind = entry.get("op")
         if kind in OP_KINDS:
             rec.kind = kind
@@ -387,7 +405,8 @@ class _Reader:
         path = ("ops", rec.index, "inputs")
         if not isinstance(inputs, list):
             rec.ok = False
-            self._add(path, f"{rec.who}: expected an array of tensor names, got {found(inputs) if given else 'nothing'}")
+            self._add(path,
+                      f"{rec.who}: expected an array of tensor names, got {found(inputs) if given else 'nothing'}")
             return
         for j, name in enumerate(inputs):
             if isinstance(name, str) and name:
@@ -406,6 +425,7 @@ class _Reader:
                              f"({', '.join(roles)}), got {len(inputs)}: {found(inputs)}")
 
     def _read_attrs(self, rec: _OpRec, entry: dict) -> None:
+        assert rec.kind is not None
         sig = SIGNATURES[rec.kind]
         path = ("ops", rec.index)
         for key, value in entry.items():
@@ -508,19 +528,21 @@ class _Reader:
     def _infer(self, order: list[_OpRec]) -> None:
         for name, decl in self.decls.items():
             if name not in self.producer:
-                ok = decl.ok and decl.shape is not None and decl.dtype is not None
-                self.specs[name] = TensorSpec(name, decl.shape, decl.dtype, decl.kind or "input") if ok else None
+                self.specs[name] = (TensorSpec(name, decl.shape, decl.dtype, decl.kind or "input")
+                                    if decl.ok and decl.shape is not None and decl.dtype is not None else None)
         for rec in order:
+            if rec.output is None:  # a faulty op (it has an issue already)
+                continue
             spec = self._infer_op(rec)
             self.specs[rec.output] = spec
             if spec is not None:
                 self._check_declared(rec, spec)
         if not self.issues:
-            self.ops = [Op(r.name, r.kind, tuple(r.inputs), r.output, dict(r.attrs)) for r in order]
+            self.ops = [r.op() for r in order]
 
     def _infer_op(self, rec: _OpRec) -> TensorSpec | None:
         ins = [self.specs.get(n) for n in rec.inputs]
-        if not rec.ok or any(s is None for s in ins):
+        if not rec.ok or rec.kind is None or rec.output is None or any(s is None for s in ins):
             return None
         try:
             dtype = _op_dtype(rec, ins)
@@ -594,6 +616,7 @@ _ATTR_HELP = {"perm": "the permutation of the input's axes, e.g. [1, 0, 2]",
 # -- dtype and shape rules ------------------------------------------------------------------------
 
 def _op_dtype(rec: _OpRec, ins: list) -> str:
+    assert rec.kind is not None
     first = ins[0]
     for j, spec in enumerate(ins[1:], start=1):
         if spec.dtype != first.dtype:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 PRESET_NAMES = ("u55c", "u280", "u280_grid", "vck190", "npu1", "npu2")
 
@@ -39,8 +40,8 @@ class Platform:
 
     name: str
     kind: str  # fpga | npu
-    slots: list = field(default_factory=list)
-    links: list = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
     onchip_bytes: int | None = None
     memory: dict = field(default_factory=dict)
     npu: dict = field(default_factory=dict)
@@ -56,13 +57,13 @@ class Platform:
         return sum(s.resources.get(kind, 0) for s in self.slots)
 
     @classmethod
-    def from_dict(cls, d: dict, name: str = "inline") -> "Platform":
+    def from_dict(cls, d: dict, name: str = "inline") -> Platform:
         return cls(
             name=d.get("name", name),
             kind=d["kind"],
             slots=[Slot(s["name"], s.get("x", 0), s.get("y", 0), dict(s.get("resources", {})))
                    for s in d.get("slots", [])],
-            links=[Link(l["a"], l["b"], l["wires"]) for l in d.get("links", [])],
+            links=[Link(ln["a"], ln["b"], ln["wires"]) for ln in d.get("links", [])],
             onchip_bytes=d.get("onchip_bytes"),
             memory=dict(d.get("memory", {})),
             npu=dict(d.get("npu", {})),
@@ -70,12 +71,12 @@ class Platform:
         )
 
     def to_dict(self) -> dict:
-        out = {"name": self.name, "kind": self.kind}
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind}
         if self.slots:
             out["slots"] = [{"name": s.name, "x": s.x, "y": s.y, "resources": dict(s.resources)}
                             for s in self.slots]
         if self.links:
-            out["links"] = [{"a": l.a, "b": l.b, "wires": l.wires} for l in self.links]
+            out["links"] = [{"a": ln.a, "b": ln.b, "wires": ln.wires} for ln in self.links]
         if self.onchip_bytes is not None:
             out["onchip_bytes"] = self.onchip_bytes
         if self.memory:
@@ -91,5 +92,5 @@ def load_preset(name: str) -> Platform:
     """The named preset platform; raises KeyError for an unknown name."""
     if name not in PRESET_NAMES:
         raise KeyError(name)
-    text = resources.files("dfopt.ir").joinpath("platforms", f"{name}.json").read_text()
+    text = resources.files("dfopt.ir").joinpath("platforms").joinpath(f"{name}.json").read_text()
     return Platform.from_dict(json.loads(text), name=name)

@@ -1,6 +1,7 @@
 """Polyhedral programs for scheduling: statements with isl domains and accesses (strings).
 
-The IR stores isl text only; parsing and checking with islpy happens in ``dfopt.instance``.
+The IR stores isl text only; islpy parses it elsewhere: ``dfopt.instance`` checks it,
+``dfopt.polyhedral``, the schedule model and ``dfopt.codegen.poly`` analyse it.
 
 >>> p = Program(params=("N",), statements=(Statement("S0", "[N] -> { S0[i] : 0 <= i < N }"),))
 >>> p.statement("S0").domain
@@ -26,7 +27,7 @@ class Statement:
 class Program:
     params: tuple = ()
     context: str = ""
-    statements: tuple = ()
+    statements: tuple[Statement, ...] = ()
     arrays: dict = field(default_factory=dict)
     schedule: str | None = None
     scalars: dict = field(default_factory=dict)

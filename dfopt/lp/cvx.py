@@ -37,10 +37,14 @@ import logging
 import math
 import time
 import warnings
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from dfopt.errors import InstanceError, SolverUnavailableError
 from dfopt.results import SolutionStatus, SolveResult, Termination
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +116,7 @@ def map_cvxpy_status(status: str | None, has_values: bool) -> tuple[Termination,
     return _STATUS.get(status or "", (Termination.ERROR, SolutionStatus.NONE))
 
 
-def solve_problem(problem, solver: str = "highs", time_limit: float = 10.0, seed: int = 0,
+def solve_problem(problem: cp.Problem, solver: str = "highs", time_limit: float = 10.0, seed: int = 0,
                   verbose: bool = False, options: Mapping[str, Any] | None = None) -> SolveResult:
     """Solve ``problem`` with ``solver`` under a time limit; never raises for solver failures.
 
@@ -194,8 +198,8 @@ def _result(problem, status, message, solver, wall, seed, time_limit) -> SolveRe
     return SolveResult(term, sol, objective, bound, wall, solver, values, message, stats)
 
 
-def _solver_stats(problem) -> dict:
-    out = {}
+def _solver_stats(problem: cp.Problem) -> dict:
+    out: dict[str, Any] = {}
     st = getattr(problem, "solver_stats", None)
     if st is not None:
         out.update(solve_time_s=st.solve_time, setup_time_s=st.setup_time, iterations=st.num_iters)

@@ -39,19 +39,20 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from dfopt.errors import InfeasibleError, InstanceError, SolverError, unknown_name_error
-from dfopt.lp.potentials import _PositiveCycle, longest_path_potentials, tight_potentials
+from dfopt.ir.analyses import PositiveCycleError, longest_path_potentials
+from dfopt.lp.potentials import tight_potentials
 
-__all__ = ["solve_difference_lp", "DifferenceResult", "METHODS", "longest_path_potentials",
-           "incidence_matrix"]
+__all__ = ["solve_difference_lp", "DifferenceResult", "METHODS", "incidence_matrix"]
 
 METHODS = ("flow", "highs", "cvxpy")
 
@@ -85,13 +86,14 @@ class _Arcs:
         return f"{label} ({int(self.src[e])}->{int(self.dst[e])}, lower {self.lower[e]:g})"
 
 
-def solve_difference_lp(n: int, src, dst, lower, cost, method: str = "flow", *,
+def solve_difference_lp(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: npt.ArrayLike,
+                        cost: npt.ArrayLike, method: str = "flow", *,
                         arc_names: Sequence[str] | None = None, time_limit: float = 60.0,
-                        lp_solver: str = "highs") -> DifferenceResult:
+                        lp_solver: str = "highs", seed: int = 0) -> DifferenceResult:
     """Solve the difference-constraint LP (module docstring) with ``method``.
 
     ``arc_names`` name the arcs in errors; ``time_limit`` bounds the ``highs`` and ``cvxpy``
-    methods; ``lp_solver`` is the cvxpy solver of the ``cvxpy`` method.
+    methods; ``lp_solver`` and ``seed`` are the cvxpy solver of the ``cvxpy`` method and its seed.
 
     >>> solve_difference_lp(2, [0], [1], [3.5], [2.0], method="highs").objective
     7.0
@@ -108,7 +110,7 @@ def solve_difference_lp(n: int, src, dst, lower, cost, method: str = "flow", *,
     elif method == "highs":
         s, stats = _solve_highs(arcs, time_limit)
     else:
-        s, stats = _solve_cvxpy(arcs, time_limit, lp_solver)
+        s, stats = _solve_cvxpy(arcs, time_limit, lp_solver, seed)
     s = _normalise(arcs, s)
     _check_solution(arcs, s, method)
     objective = float(arcs.cost @ (s[arcs.dst] - s[arcs.src]))
@@ -134,9 +136,9 @@ def _validate(n, src, dst, lower, cost, names) -> _Arcs:
     for label, a in (("src", src_a), ("dst", dst_a)):
         if m and (a.min() < 0 or a.max() >= n):
             raise InstanceError(f"{label}: node indices must lie in 0..{n - 1}")
-    for label, a in (("lower", low_a), ("cost", cost_a)):
-        if not np.isfinite(a).all():
-            raise InstanceError(f"{label}: expected finite numbers, got {a[~np.isfinite(a)][0]}")
+    for label, values in (("lower", low_a), ("cost", cost_a)):
+        if not np.isfinite(values).all():
+            raise InstanceError(f"{label}: expected finite numbers, got {values[~np.isfinite(values)][0]}")
     if (cost_a < 0).any():
         e = int(np.flatnonzero(cost_a < 0)[0])
         raise InstanceError(f"cost: expected cost >= 0 (else the LP may be unbounded), "
@@ -174,7 +176,7 @@ def _check_feasible(arcs: _Arcs) -> None:
     inside = np.flatnonzero(label[arcs.src] == label[arcs.dst])
     try:
         longest_path_potentials(arcs.n, arcs.src[inside], arcs.dst[inside], arcs.lower[inside])
-    except _PositiveCycle as cyc:
+    except PositiveCycleError as cyc:
         raise _infeasible(arcs, inside[cyc.arcs]) from None
 
 
@@ -282,7 +284,7 @@ def _tree_jumps(n, src, dst, low, pot, up: bool):
 
 
 # -------------------------------------------------------------- the LP methods
-def incidence_matrix(n: int, src, dst) -> sp.csr_matrix:
+def incidence_matrix(n: int, src: npt.ArrayLike, dst: npt.ArrayLike) -> sp.csr_matrix:
     """Arc-node incidence (one row per arc: -1 at its source, +1 at its destination), so that
     ``A @ s`` is every arc's difference ``s[dst] - s[src]``.
 
@@ -333,7 +335,7 @@ def _solve_highs(arcs: _Arcs, time_limit: float) -> tuple[np.ndarray, dict]:
     return _snap(arcs, s), {"status": status, "simplex_iterations": int(h.getInfo().simplex_iteration_count)}
 
 
-def _solve_cvxpy(arcs: _Arcs, time_limit: float, lp_solver: str) -> tuple[np.ndarray, dict]:
+def _solve_cvxpy(arcs: _Arcs, time_limit: float, lp_solver: str, seed: int) -> tuple[np.ndarray, dict]:
     import cvxpy as cp
 
     from dfopt.lp.cvx import solve_problem
@@ -341,7 +343,7 @@ def _solve_cvxpy(arcs: _Arcs, time_limit: float, lp_solver: str) -> tuple[np.nda
 
     s = cp.Variable(arcs.n, name="s")
     problem = cp.Problem(cp.Minimize(_node_costs(arcs) @ s), [_incidence(arcs) @ s >= arcs.lower, s >= 0])
-    result = solve_problem(problem, solver=lp_solver, time_limit=time_limit)
+    result = solve_problem(problem, solver=lp_solver, time_limit=time_limit, seed=seed)
     if result.termination is not Termination.OPTIMAL or s.value is None:
         raise SolverError(f"cvxpy/{lp_solver} returned {result.termination.value} on the difference "
                           f"LP: {result.message}")

@@ -1,143 +1,25 @@
-"""Potentials of difference constraints: least solutions by longest paths, with tight arcs.
+"""Potentials of difference constraints with tight arcs: the least optimal start times of the
+flow method of :mod:`dfopt.lp.difference`, recovered from an optimal flow.
 
-Pure graph algorithms over arrays (numpy, scipy.sparse.csgraph), used by the flow method of
-:mod:`dfopt.lp.difference` to recover optimal start times from an optimal flow.
+Pure graph algorithms over arrays (numpy, scipy.sparse.csgraph); the longest-path pass is
+:func:`dfopt.ir.analyses.longest_path_potentials`.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from dfopt.errors import InfeasibleError, SolverError
+from dfopt.errors import SolverError
+from dfopt.ir.analyses import longest_path_potentials
 
-__all__ = ["longest_path_potentials", "tight_potentials"]
-
-
-class _PositiveCycle(InfeasibleError):
-    """A cycle of positive total weight; ``arcs`` are indices into the arrays searched."""
-
-    def __init__(self, arcs):
-        self.arcs = [int(a) for a in arcs]
-        super().__init__(f"a cycle of positive total weight runs through arcs {self.arcs}", self.arcs)
+__all__ = ["tight_potentials"]
 
 
-def longest_path_potentials(n: int, tail, head, weight) -> np.ndarray:
-    """Least ``d >= 0`` with ``d[head] >= d[tail] + weight`` on every arc.
-
-    Strongly connected parts are relaxed by Bellman-Ford, the rest in one topological pass.
-    Raises :class:`~dfopt.errors.InfeasibleError` (``culprits``: the arc indices of a cycle of
-    positive total weight) when no such ``d`` exists.
-
-    >>> longest_path_potentials(3, [0, 1, 0], [1, 2, 2], [2, 3, 1]).tolist()
-    [0.0, 2.0, 5.0]
-    """
-    tail = np.asarray(tail, dtype=np.int64)
-    head = np.asarray(head, dtype=np.int64)
-    weight = np.asarray(weight, dtype=np.float64)
-    loops = tail == head
-    if loops.any():
-        bad = np.flatnonzero(loops & (weight > 0))
-        if len(bad):
-            raise _PositiveCycle(bad[:1])
-        keep = np.flatnonzero(~loops)
-        try:
-            return longest_path_potentials(n, tail[keep], head[keep], weight[keep])
-        except _PositiveCycle as cyc:
-            raise _PositiveCycle(keep[cyc.arcs]) from None
-    if not len(tail):
-        return np.zeros(n)
-    graph = sp.csr_matrix((np.ones(len(tail)), (tail, head)), shape=(n, n))
-    ncomp, label = csgraph.connected_components(graph, directed=True, connection="strong")
-    return _topological_relax(n, ncomp, label, tail, head, weight)
-
-
-def _topological_relax(n, ncomp, label, tail, head, weight) -> np.ndarray:
-    order = np.argsort(tail, kind="stable")
-    ptr = np.searchsorted(tail[order], np.arange(n + 1)).tolist()
-    heads, ws = head[order].tolist(), weight[order].tolist()
-    comp_of = label.tolist()
-    members = _group(label, ncomp)
-    sizes = [len(g) for g in members]
-    cross = label[tail] != label[head]
-    indeg = np.bincount(label[head[cross]], minlength=ncomp).tolist()
-    internal = _internal_arcs(label, tail, head, ncomp, sizes)
-    dist = [0.0] * n
-    queue = [c for c in range(ncomp) if indeg[c] == 0]
-    for c in queue:  # the queue grows while we walk it (Kahn's algorithm)
-        if sizes[c] > 1:
-            _bellman_ford(members[c], internal[c], tail, head, weight, dist)
-        for v in members[c]:
-            dv = dist[v]
-            for k in range(ptr[v], ptr[v + 1]):
-                h = heads[k]
-                x = dv + ws[k]
-                if x > dist[h]:
-                    dist[h] = x
-                ch = comp_of[h]
-                if ch != c:
-                    indeg[ch] -= 1
-                    if indeg[ch] == 0:
-                        queue.append(ch)
-    return np.asarray(dist)
-
-
-def _group(label: np.ndarray, ncomp: int) -> list[list[int]]:
-    order = np.argsort(label, kind="stable")
-    bounds = np.searchsorted(label[order], np.arange(ncomp + 1)).tolist()
-    flat = order.tolist()
-    return [flat[bounds[c]:bounds[c + 1]] for c in range(ncomp)]
-
-
-def _internal_arcs(label, tail, head, ncomp, sizes) -> dict[int, np.ndarray]:
-    inside = np.flatnonzero(label[tail] == label[head])
-    comps = label[tail[inside]]
-    return {c: inside[comps == c] for c in np.unique(comps).tolist() if sizes[c] > 1}
-
-
-def _bellman_ford(nodes: list[int], arcs: np.ndarray, tail, head, weight, dist: list) -> None:
-    """Relax the arcs of one strongly connected part in place (Jacobi rounds, vectorised)."""
-    size = len(nodes)
-    local = {v: i for i, v in enumerate(nodes)}
-    lt = np.fromiter((local[v] for v in tail[arcs].tolist()), dtype=np.int64, count=len(arcs))
-    lh = np.fromiter((local[v] for v in head[arcs].tolist()), dtype=np.int64, count=len(arcs))
-    w = weight[arcs]
-    d = np.asarray([dist[v] for v in nodes])
-    pred = np.full(size, -1)
-    tol = 1e-9 * max(1.0, float(np.abs(w).max(initial=0.0)))
-    for rnd in range(size + 1):
-        cand = d[lt] + w
-        better = np.flatnonzero(cand > d[lh] + tol)
-        if not len(better):
-            break
-        if rnd == size:
-            raise _PositiveCycle(arcs[_cycle_from_pred(pred, lt, lh[better[0]], size)])
-        best = better[np.lexsort((-cand[better], lh[better]))]
-        first = best[np.r_[True, lh[best][1:] != lh[best][:-1]]]
-        d[lh[first]] = cand[first]
-        pred[lh[first]] = first
-    for i, v in enumerate(nodes):
-        dist[v] = float(d[i])
-
-
-def _cycle_from_pred(pred: np.ndarray, lt: np.ndarray, start: int, size: int) -> list[int]:
-    v = start
-    for _ in range(size):  # walk back far enough to stand on the cycle
-        if pred[v] < 0:
-            return [int(a) for a in range(len(lt))]
-        v = int(lt[pred[v]])
-    cycle, u = [], v
-    for _ in range(size + 1):
-        a = int(pred[u])
-        cycle.append(a)
-        u = int(lt[a])
-        if u == v:
-            return cycle[::-1]
-    return [int(a) for a in range(len(lt))]
-
-
-def tight_potentials(n: int, src, dst, lower, tight) -> np.ndarray:
+def tight_potentials(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: npt.ArrayLike,
+                     tight: npt.ArrayLike) -> np.ndarray:
     """Least ``s >= 0`` with every arc ``>= lower`` and the ``tight`` arcs ``== lower``.
 
     Tight arcs are contracted: offsets inside each tight component come from a BFS tree, and a

@@ -7,9 +7,9 @@ needs the token written in an earlier cycle, so the consumer stalls when it runs
 
 Two versions:
 
-* :func:`paper_max_tokens` — the paper's closed forms (DESIGN 5.1);
-* :func:`exact_max_tokens` — the count under the token timing model (DESIGN 4) for the pair in
-  isolation: the depth that avoids every full-FIFO stall of the producer.
+* :func:`paper_max_tokens` — the paper's closed forms (StreamTensor section 5.3);
+* :func:`exact_max_tokens` — the count under the token timing model (docs/design.md) for the
+  pair in isolation: the depth that avoids every full-FIFO stall of the producer.
 
 >>> paper_max_tokens(tokens=8, D=2, ii_src=1, ii_dst=2, delay=2)
 5
@@ -20,10 +20,11 @@ Two versions:
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 
 def paper_max_tokens(tokens: int, D: int, ii_src: int, ii_dst: int, delay: float) -> int:
-    """The closed forms of DESIGN 5.1 (both clamp to [1, tokens]).
+    """The paper's closed forms (both clamp to [1, tokens]).
 
     Source faster: ``min(T, T - floor((L - delay) / ii_dst))`` with ``L = D + (T-1) * ii_src``
     the source's last write offset; source slower or equal: ``min(T, ceil((delay - D) / ii_src))``.
@@ -68,7 +69,8 @@ def exact_max_tokens(tokens: int, D: int, ii_src: int, ii_dst: int, delay: float
     return occupancy_depth(writes, reads)
 
 
-def exact_max_tokens_array(tokens, D, ii_src, ii_dst, delay) -> np.ndarray:
+def exact_max_tokens_array(tokens: npt.ArrayLike, D: npt.ArrayLike, ii_src: npt.ArrayLike, ii_dst: npt.ArrayLike,
+                           delay: npt.ArrayLike) -> np.ndarray:
     """Vectorised :func:`exact_max_tokens` through its closed form (one entry per stream).
 
     Producer not slower (``ii_src <= ii_dst``): the consumer stalls at most once, at its start
@@ -90,7 +92,8 @@ def exact_max_tokens_array(tokens, D, ii_src, ii_dst, delay) -> np.ndarray:
     return np.where(T > 0, np.clip(occ, 1, np.maximum(T, 1)), 0)
 
 
-def paper_max_tokens_array(tokens, D, ii_src, ii_dst, delay) -> np.ndarray:
+def paper_max_tokens_array(tokens: npt.ArrayLike, D: npt.ArrayLike, ii_src: npt.ArrayLike, ii_dst: npt.ArrayLike,
+                           delay: npt.ArrayLike) -> np.ndarray:
     """Vectorised :func:`paper_max_tokens`."""
     T = np.asarray(tokens, dtype=float)
     D = np.asarray(D, dtype=float)

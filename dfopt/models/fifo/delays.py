@@ -8,8 +8,8 @@ cycles per token of its curve (so the LP minimises a linear proxy of the total d
   every path between them, the path's delays summing to at least the longest path of initial
   delays. The number of rows is the number of paths, which explodes with graph size.
 * ``potentials`` — the compact LP over start times ``s``: ``s_v >= s_u + D_u`` per stream,
-  delay = ``s_v - s_u`` (cvxpy, built from the incidence matrix).
-* ``flow`` — the same LP through the min-cost-flow dual (:mod:`dfopt.lp.difference`).
+  delay = ``s_v - s_u``, through cvxpy (the ``cvxpy`` method of :mod:`dfopt.lp.difference`).
+* ``flow`` — the same LP through the min-cost-flow dual (the ``flow`` method there).
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from dfopt.errors import InstanceError
+from dfopt.ir.analyses import longest_path_potentials
+from dfopt.models.fifo.edges import StreamArrays
 
 MAX_PATHS = 200_000
 
@@ -33,59 +36,44 @@ class DelayResult:
     stats: dict = field(default_factory=dict)
 
 
-def stream_costs(arrays, weights) -> np.ndarray:
+def stream_costs(arrays: StreamArrays, weights: npt.ArrayLike) -> np.ndarray:
     """LP cost of one cycle of delay on each stream: weight / cycles per token of its curve."""
     slope = np.where(arrays.ii_src < arrays.ii_dst, arrays.ii_dst, arrays.ii_src)
     return np.asarray(weights, dtype=float) / slope
 
 
-def _incidence(arrays):
-    from dfopt.lp.difference import incidence_matrix
-
-    return incidence_matrix(len(arrays.kernels), arrays.src, arrays.dst)
-
-
-def delays_potentials(arrays, weights, solver: str, time_limit: float, seed: int) -> DelayResult:
-    """Compact LP over start times, through cvxpy."""
-    import cvxpy as cp
-
-    from dfopt.lp import solve_problem
-
-    A = _incidence(arrays)
-    cost = stream_costs(arrays, weights)
-    s = cp.Variable(len(arrays.kernels), name="start")
-    problem = cp.Problem(cp.Minimize((A.T @ cost) @ s), [A @ s >= arrays.lower, s >= 0])
-    result = solve_problem(problem, solver=solver, time_limit=time_limit, seed=seed)
-    if not result.has_solution:
-        raise _lp_failure("potentials", result)
-    start = np.asarray(s.value, dtype=float)
-    start = start - start.min() if len(start) else start
-    delays = A @ start
-    return DelayResult(delays, start, float(cost @ delays), result.termination.value, result.solver,
-                       {"lp_rows": A.shape[0], "lp_cols": A.shape[1]})
+def delays_potentials(arrays: StreamArrays, weights: npt.ArrayLike, solver: str, time_limit: float,
+                      seed: int) -> DelayResult:
+    """Compact LP over start times, through cvxpy with the LP solver ``solver``."""
+    return _difference_delays(arrays, weights, "cvxpy", solver, time_limit=time_limit, lp_solver=solver, seed=seed)
 
 
-def delays_flow(arrays, weights) -> DelayResult:
+def delays_flow(arrays: StreamArrays, weights: npt.ArrayLike) -> DelayResult:
     """The same LP through the min-cost-flow dual and complementary slackness."""
+    return _difference_delays(arrays, weights, "flow", "min-cost-flow")
+
+
+def _difference_delays(arrays, weights, method: str, solver: str, **options) -> DelayResult:
+    """The potentials LP by :func:`dfopt.lp.solve_difference_lp` with ``method``; one row per stream."""
     from dfopt.lp.difference import solve_difference_lp
 
     cost = stream_costs(arrays, weights)
-    res = solve_difference_lp(len(arrays.kernels), arrays.src, arrays.dst, arrays.lower, cost,
-                              method="flow")
+    res = solve_difference_lp(len(arrays.kernels), arrays.src, arrays.dst, arrays.lower, cost, method=method,
+                              arc_names=arrays.names, **options)
     start = np.asarray(res.s, dtype=float)
     delays = start[arrays.dst] - start[arrays.src]
-    return DelayResult(delays, start, float(cost @ delays), "optimal", "min-cost-flow",
+    return DelayResult(delays, start, float(cost @ delays), "optimal", solver,
                        {"lp_rows": len(arrays.names), "lp_cols": len(arrays.kernels)})
 
 
-def enumerate_paths(arrays, limit: int = MAX_PATHS):
+def enumerate_paths(arrays: StreamArrays, limit: int = MAX_PATHS) -> list[tuple[int, int, tuple[int, ...]]]:
     """Every path of the DAG as (first kernel, last kernel, stream indices); stops past ``limit``."""
-    out_edges = [[] for _ in arrays.kernels]
+    out_edges: list[list[int]] = [[] for _ in arrays.kernels]
     for e, u in enumerate(arrays.src):
         out_edges[u].append(e)
     paths = []
     for u in range(len(arrays.kernels)):
-        stack = [(e, (e,)) for e in out_edges[u]]
+        stack: list[tuple[int, tuple[int, ...]]] = [(e, (e,)) for e in out_edges[u]]
         while stack:
             e, path = stack.pop()
             paths.append((u, int(arrays.dst[e]), path))
@@ -98,39 +86,31 @@ def enumerate_paths(arrays, limit: int = MAX_PATHS):
     return paths
 
 
-def _longest_from(arrays, topo_rank):
+def _longest_from(arrays) -> dict:
     """Longest path (by initial delays) between every connected ordered pair, as a dict."""
     n = len(arrays.kernels)
-    order = np.argsort(topo_rank)
-    out_edges = [[] for _ in range(n)]
-    for e, u in enumerate(arrays.src):
-        out_edges[u].append(e)
     longest = {}
     for u in range(n):
-        dist = {u: 0}
-        for x in order[topo_rank[u]:]:
-            if x not in dist:
-                continue
-            for e in out_edges[x]:
-                v = int(arrays.dst[e])
-                cand = dist[x] + int(arrays.lower[e])
-                if cand > dist.get(v, -1):
-                    dist[v] = cand
-        for v, d in dist.items():
+        start = np.full(n, -np.inf)
+        start[u] = 0.0
+        dist = longest_path_potentials(n, arrays.src, arrays.dst, arrays.lower, start=start)
+        for v in np.flatnonzero(np.isfinite(dist)).tolist():
             if v != u:
-                longest[u, v] = d
+                longest[u, v] = float(dist[v])
     return longest
 
 
-def delays_paths(arrays, weights, topo_rank, solver: str, time_limit: float, seed: int) -> DelayResult:
-    """The paper's path LP: one row per path between every pair of kernels."""
+def delays_paths(arrays: StreamArrays, weights: npt.ArrayLike, solver: str, time_limit: float,
+                 seed: int) -> DelayResult:
+    """The paper's path LP: one row per path between every pair of kernels (the longest paths
+    from :func:`dfopt.ir.analyses.longest_path_potentials`)."""
     import cvxpy as cp
     import scipy.sparse as sp
 
     from dfopt.lp import solve_problem
 
     paths = enumerate_paths(arrays)
-    longest = _longest_from(arrays, np.asarray(topo_rank))
+    longest = _longest_from(arrays)
     rows = np.repeat(np.arange(len(paths)), [len(p) for _, _, p in paths])
     cols = np.fromiter((e for _, _, p in paths for e in p), dtype=np.int64, count=len(rows))
     P = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(paths), len(arrays.names)))

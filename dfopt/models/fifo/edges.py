@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
+from dfopt.ir.graph import DataflowGraph
 from dfopt.ir.memory import bram18_counts
 
 STRATEGIES = ("normal", "conservative")
@@ -38,7 +40,7 @@ class StreamArrays:
     ii_dst: np.ndarray
 
 
-def stream_arrays(graph, strategy: str = "normal") -> StreamArrays:
+def stream_arrays(graph: DataflowGraph, strategy: str = "normal") -> StreamArrays:
     kernels = list(graph.kernels)
     index = {k: i for i, k in enumerate(kernels)}
     streams = list(graph.streams.values())
@@ -65,7 +67,7 @@ def objective_weights(arrays: StreamArrays, objective: str) -> np.ndarray:
     return np.ones(len(arrays.names)) if objective == "depth" else arrays.width.astype(float)
 
 
-def objective_value(arrays: StreamArrays, depths: np.ndarray, objective: str) -> int:
+def objective_value(arrays: StreamArrays, depths: npt.ArrayLike, objective: str) -> int:
     """The objective of a depth vector, recounted: total depth, total bits or BRAM18 blocks."""
     depths = np.asarray(depths, dtype=np.int64)
     if objective == "depth":

@@ -4,17 +4,22 @@ Per-stream token curves ignore stalls that propagate from a kernel's other input
 can stall or deadlock on mixed-rate graphs. :func:`repair` grows the depths on the blocking chain
 (the full FIFOs of a deadlock, or the space stalls on the critical path of a late run) until the
 simulated makespan equals the reference. :func:`shrink` is the FIFOAdvisor-style baseline: lower
-one stream at a time by binary search while the makespan stays equal.
+one stream at a time by binary search while the makespan stays equal. Both report progress
+(rounds or simulations so far) in a :func:`dfopt.progress.phase`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
+from dfopt import progress
+from dfopt.ir.graph import DataflowGraph
 from dfopt.sim import simulate
 
 log = logging.getLogger(__name__)
@@ -28,7 +33,7 @@ class RepairOutcome:
     grown: int           # streams whose depth grew
 
 
-def is_latency_preserving(graph, names, depths, reference: int) -> bool:
+def is_latency_preserving(graph: DataflowGraph, names: Sequence[str], depths: Iterable[int], reference: int) -> bool:
     res = simulate(graph, dict(zip(names, (int(d) for d in depths))))
     return not res.deadlock and res.makespan == reference
 
@@ -39,7 +44,8 @@ def _streams_to_grow(res) -> set:
     return {step[1] for step in res.critical_path() if step[0] == "space"}
 
 
-def repair(graph, names, depths, reference: int, target, *, max_rounds: int = 200,
+def repair(graph: DataflowGraph, names: Sequence[str], depths: npt.ArrayLike, reference: int,
+           target: npt.ArrayLike, *, max_rounds: int = 200,
            deadline: float | None = None) -> RepairOutcome:
     """Grow depths on the blocking chain until safe and latency-preserving (or give up).
 
@@ -50,12 +56,23 @@ def repair(graph, names, depths, reference: int, target, *, max_rounds: int = 20
     from elsewhere, and the remaining streams below target are raised at once (then the depths
     dominate a safe vector, so they are safe). At most one round per stream plus one.
     """
+    with progress.phase("fifo: repair of stalling depths", _left(deadline)) as ph:
+        return _repair(graph, names, depths, reference, target, max_rounds, deadline, ph)
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+
+
+def _repair(graph, names, depths, reference: int, target, max_rounds: int, deadline: float | None,
+            ph: progress.Phase) -> RepairOutcome:
     depths = np.array(depths, dtype=np.int64)
     target = np.asarray(target, dtype=np.int64)
     index = {n: i for i, n in enumerate(names)}
     touched = np.zeros(len(depths), dtype=bool)
     for rounds in range(max_rounds + 1):
         res = simulate(graph, dict(zip(names, depths.tolist())), record=True)
+        ph.update(detail=f"round {rounds + 1}, {int(touched.sum())} streams grown")
         if not res.deadlock and res.makespan == reference:
             return RepairOutcome(depths, True, rounds, int(touched.sum()))
         if rounds == max_rounds or (deadline is not None and time.perf_counter() > deadline):
@@ -72,14 +89,23 @@ def repair(graph, names, depths, reference: int, target, *, max_rounds: int = 20
     return RepairOutcome(depths, False, rounds, int(touched.sum()))
 
 
-def shrink(graph, names, depths, reference: int, order, *, deadline: float) -> tuple[np.ndarray, int, bool]:
+def shrink(graph: DataflowGraph, names: Sequence[str], depths: npt.ArrayLike, reference: int, order: Iterable[int],
+           *, deadline: float) -> tuple[np.ndarray, int, bool]:
     """Binary-search each stream's depth down (in ``order``) while the makespan stays equal.
 
     Returns (depths, simulations run, finished before the deadline).
     """
+    with progress.phase("fifo: shrinking depths by simulation", _left(deadline)) as ph:
+        return _shrink(graph, names, depths, reference, list(order), deadline, ph)
+
+
+def _shrink(graph, names, depths, reference: int, order: list, deadline: float,
+            ph: progress.Phase) -> tuple[np.ndarray, int, bool]:
     depths = np.array(depths, dtype=np.int64)
     sims = 0
-    for i in order:
+    for done, i in enumerate(order):
+        if ph.live:
+            ph.update(incumbent=int(depths.sum()), detail=f"stream {done + 1}/{len(order)}, {sims} simulations")
         lo, hi = 1, int(depths[i])
         while lo < hi:
             if time.perf_counter() > deadline:

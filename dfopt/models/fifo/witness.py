@@ -1,13 +1,13 @@
 """Witness schedules: depth vectors that are safe and latency-preserving by construction, and the
 check that proves a depth vector safe without running the bounded simulation.
 
-The bounded design runs at the least solution of a system of difference constraints (DESIGN 4):
-each kernel's events in nominal order with at least the nominal spacing and no event before its
-nominal offset, every read after its write, every write after the read that frees its slot. Any
-schedule ``sigma`` that satisfies all of them with depths ``N`` and ends by cycle ``M - 1`` is a
-*witness*: the least solution is no later than ``sigma`` event by event, so the design neither
-deadlocks nor runs past ``M`` — and ``M``, the unbounded makespan, is a lower bound, so the
-makespan is exactly ``M``. Without the space constraints, both
+The bounded design runs at the least solution of a system of difference constraints
+(docs/design.md, the token timing model): each kernel's events in nominal order with at least the
+nominal spacing and no event before its nominal offset, every read after its write, every write
+after the read that frees its slot. Any schedule ``sigma`` that satisfies all of them with depths
+``N`` and ends by cycle ``M - 1`` is a *witness*: the least solution is no later than ``sigma``
+event by event, so the design neither deadlocks nor runs past ``M`` — and ``M``, the unbounded
+makespan, is a lower bound, so the makespan is exactly ``M``. Without the space constraints, both
 
 * the earliest (unbounded, ASAP) schedule, and
 * the latest (ALAP) schedule that ends by ``M - 1``
@@ -35,10 +35,20 @@ can rebuild the schedule and verify it without trusting the search.
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
+
+from dfopt import progress
 from dfopt.sim.engine import dag_levels, occupancy
+from dfopt.sim.events import EventProgram
 from dfopt.sim.levels import earliest_times, latest_times
+
+if TYPE_CHECKING:
+    from dfopt.ir.graph import DataflowGraph
+    from dfopt.sim.result import SimResult
 
 LAMBDAS = (1.0, 0.0, 0.25, 0.5, 0.75)
 
@@ -46,15 +56,15 @@ LAMBDAS = (1.0, 0.0, 0.25, 0.5, 0.75)
 class ScheduleFamily:
     """Mixed earliest/latest schedules of one graph; each mix's depths computed on demand."""
 
-    def __init__(self, prog, asap: np.ndarray, makespan: int, lambdas=LAMBDAS):
+    def __init__(self, prog: EventProgram, asap: np.ndarray, makespan: int, lambdas: Iterable[float] = LAMBDAS):
         self.prog = prog
         self.names = list(prog.stream_names)
         self.makespan = int(makespan)
         self.lambdas = tuple(lambdas)
         self._asap = asap.astype(np.int64)
-        self._alap = None
+        self._alap: np.ndarray | None = None
         self._depths: dict = {}
-        self._kcode = None
+        self._kcode: np.ndarray | None = None
 
     def schedule(self, lam: float) -> np.ndarray:
         """Event times (by code) of ``floor(lam * earliest + (1 - lam) * latest)``."""
@@ -74,7 +84,7 @@ class ScheduleFamily:
             self._depths[lam] = np.maximum(occupancy(self.prog, self.schedule(lam)), 1)
         return self._depths[lam]
 
-    def kernel_mix(self, lam_per_kernel) -> tuple[np.ndarray, np.ndarray]:
+    def kernel_mix(self, lam_per_kernel: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """(schedule by code, depths) of the per-kernel mix ``lam_per_kernel`` (one per kernel)."""
         lam = np.asarray(lam_per_kernel, dtype=float)[self._kernel_of_code()]
         if self._alap is None:
@@ -91,7 +101,7 @@ class ScheduleFamily:
             self._kcode[p.ev_code] = np.repeat(np.arange(p.n_kernels), np.diff(p.ev_lo))
         return self._kcode
 
-    def safe(self, depths) -> float | None:
+    def safe(self, depths: npt.ArrayLike) -> float | None:
         """A lam whose schedule witnesses that ``depths`` are safe (None: no witness here)."""
         depths = np.asarray(depths, dtype=np.int64)
         for lam in self.lambdas:
@@ -100,26 +110,35 @@ class ScheduleFamily:
         return None
 
 
-def schedule_family(graph, reference, lambdas=LAMBDAS) -> ScheduleFamily:
+def schedule_family(graph: DataflowGraph, reference: SimResult, lambdas: Iterable[float] = LAMBDAS) -> ScheduleFamily:
     """The family around an unbounded reference run (``simulate(..., record=True)``).
 
     Its lam = 1 depths are the reference run's occupancy, taken from the run, not recounted.
     """
     prog, asap = reference.event_times()
+    if reference.makespan is None:
+        raise ValueError("a schedule family needs a reference run without deadlock")
     family = ScheduleFamily(prog, asap, reference.makespan, lambdas)
     occ = np.array([reference.max_occupancy[n] for n in family.names], dtype=np.int64)
     family._depths[1.0] = np.maximum(occ, 1)
     return family
 
 
-def refine(family: ScheduleFamily, value, start_lam: float, budget: int,
-           choices=(0.0, 0.5, 1.0)) -> tuple[np.ndarray, np.ndarray, int]:
+def refine(family: ScheduleFamily, value: Callable[[np.ndarray], Any], start_lam: float, budget: int,
+           choices: Iterable[float] = (0.0, 0.5, 1.0)) -> tuple[np.ndarray, np.ndarray, int]:
     """Coordinate descent over per-kernel mixes: (lam per kernel, depths, evaluations spent).
 
     Starts from ``start_lam`` everywhere; sweeps the kernels in order, trying each of ``choices``
     and keeping a change only when ``value(depths)`` drops; stops after a sweep without gain or
     after ``budget`` evaluations (each one schedule pass and one occupancy count). Deterministic.
+    Progress: the best value so far and the evaluations spent, in a :func:`dfopt.progress.phase`.
     """
+    with progress.phase("fifo: witness search") as ph:
+        return _refine(family, value, start_lam, budget, choices, ph)
+
+
+def _refine(family: ScheduleFamily, value, start_lam: float, budget: int, choices,
+            ph: progress.Phase) -> tuple[np.ndarray, np.ndarray, int]:
     lam = np.full(family.prog.n_kernels, float(start_lam))
     _, best_depths = family.kernel_mix(lam)
     best, spent = value(best_depths), 1
@@ -138,10 +157,21 @@ def refine(family: ScheduleFamily, value, start_lam: float, budget: int,
                     best, best_depths, improved = v, depths, True
                 else:
                     lam[k] = old
+                if ph.live:
+                    ph.update(incumbent=_number(best), detail=f"{spent}/{budget} evaluations")
     return lam, best_depths, spent
 
 
-def check_mix(family: ScheduleFamily, lam_per_kernel, depths) -> list[str]:
+def _number(v) -> float | None:
+    """A value :func:`refine` minimises, as a number for progress reports (None if it is not one,
+    e.g. a tuple)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_mix(family: ScheduleFamily, lam_per_kernel: npt.ArrayLike, depths: np.ndarray) -> list[str]:
     """Faults of a stored per-kernel witness: it must end by M - 1 and ``depths`` must cover it."""
     sigma, need = family.kernel_mix(lam_per_kernel)
     faults = []

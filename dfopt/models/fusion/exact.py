@@ -15,8 +15,9 @@ Variables: ``x[k,g]`` (kernel k in group g), ``f[p]`` (the kernel pair p = (u, v
   the other (``z[p,g] <= x[u,g], x[v,g+1]``): otherwise merging them keeps the ids ordered, cuts no
   stream and so loses nothing, hence some optimum satisfies it;
 * group count: that argument leaves at most ``G = floor(2 U / C_max) + 1`` groups (U = kernel plus
-  converter bytes; summed over consecutive pairs each kernel and converter counts at most twice), and a kernel's id lies in ``[ceil(A_k / C_max) - 1, G - ceil(D_k / C_max)]``
-  (A_k, D_k: bytes of the kernel with its ancestors, its descendants), so x exists only there.
+  converter bytes; summed over consecutive pairs each kernel and converter counts at most twice),
+  and a kernel's id lies in ``[ceil(A_k / C_max) - 1, G - ceil(D_k / C_max)]`` (A_k, D_k: bytes
+  of the kernel with its ancestors, its descendants), so x exists only there.
 
 Objective: least DRAM traffic of the cut pairs (weights divided by their gcd, exact). The greedy
 solution (merged, :func:`.greedy.merge_consecutive`) is the hint.
@@ -29,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dfopt.ilp import LinearModel, lin_sum
+from dfopt import progress
+from dfopt.ilp import LinearModel, ModelSolveResult, lin_sum
 from dfopt.ilp import solve as solve_model
 from dfopt.ilp.rows import RowBuffer as _Rows
 from dfopt.models.fusion.data import FusionData
@@ -73,7 +75,8 @@ def build(data: FusionData, dominance: bool = True, groups: int | None = None) -
     m = LinearModel("fusion")
     width = np.maximum(hi - lo + 1, 0)
     x_kernel = np.repeat(np.arange(data.n), width)
-    x_group = np.concatenate([np.arange(a, b + 1) for a, b in zip(lo.tolist(), hi.tolist())]) if data.n else np.zeros(0, np.int64)
+    x_group = (np.concatenate([np.arange(a, b + 1) for a, b in zip(lo.tolist(), hi.tolist())])
+               if data.n else np.zeros(0, np.int64))
     x_cols = m.add_vars(len(x_kernel), 0, 1, integer=True,
                         names=[f"x[{data.names[k]},{g}]" for k, g in zip(x_kernel.tolist(), x_group.tolist())])
     P = len(data.src)
@@ -95,13 +98,14 @@ def build(data: FusionData, dominance: bool = True, groups: int | None = None) -
             rows.add(np.zeros(len(cu) + len(cv) + 1), np.concatenate([[f_cols[p]], cv, cu]),
                      np.concatenate([[big_m], gv, -gu]), -np.inf, big_m)
     # converter pairs: y[p,g] = x[u,g] and x[v,g]; f = sum_g y
-    y_pair, y_group = [], []
+    pair_list: list[int] = []
+    group_list: list[int] = []
     for p in np.flatnonzero(conv).tolist():
         u, v = int(data.src[p]), int(data.dst[p])
         both = range(max(lo[u], lo[v]), min(hi[u], hi[v]) + 1)
-        y_pair += [p] * len(both)
-        y_group += list(both)
-    y_pair, y_group = np.array(y_pair, dtype=np.int64), np.array(y_group, dtype=np.int64)
+        pair_list += [p] * len(both)
+        group_list += list(both)
+    y_pair, y_group = np.array(pair_list, dtype=np.int64), np.array(group_list, dtype=np.int64)
     y_cols = m.add_vars(len(y_pair), 0, 1, integer=True,
                         names=[f"y[{p},{g}]" for p, g in zip(y_pair.tolist(), y_group.tolist())])
     for yc, p, g in zip(y_cols.tolist(), y_pair.tolist(), y_group.tolist()):
@@ -128,13 +132,13 @@ def build(data: FusionData, dominance: bool = True, groups: int | None = None) -
     if dominance and G > 1:
         # merging g and g+1 would also take in the converters of pairs from g to g+1:
         # z[p,g] <= x[u,g], z[p,g] <= x[v,g+1] may count them
-        z_pair, z_group = [], []
+        pair_list, group_list = [], []
         for p in np.flatnonzero(conv).tolist():
             u, v = int(data.src[p]), int(data.dst[p])
             span = range(max(lo[u], lo[v] - 1), min(hi[u], hi[v] - 1, G - 2) + 1)
-            z_pair += [p] * len(span)
-            z_group += list(span)
-        z_pair, z_group = np.array(z_pair, dtype=np.int64), np.array(z_group, dtype=np.int64)
+            pair_list += [p] * len(span)
+            group_list += list(span)
+        z_pair, z_group = np.array(pair_list, dtype=np.int64), np.array(group_list, dtype=np.int64)
         z_cols = m.add_vars(len(z_pair), 0, 1, integer=True,
                             names=[f"z[{p},{g}]" for p, g in zip(z_pair.tolist(), z_group.tolist())])
         for zc, p, g in zip(z_cols.tolist(), z_pair.tolist(), z_group.tolist()):
@@ -183,7 +187,15 @@ def decode(em: ExactModel, values: np.ndarray) -> np.ndarray:
 
 
 def solve_exact(em: ExactModel, backend: str, time_limit: float, seed: int, deterministic: bool,
-                workers: int | None = None):
+                workers: int | None = None) -> ModelSolveResult:
+    """Solve the model with ``backend`` (a :class:`~dfopt.ilp.ModelSolveResult`); progress goes
+    to a phase in DRAM bytes (the model's objective times ``em.scale``)."""
+    with progress.phase(f"fusion: exact model ({backend})", time_limit, scale=em.scale):
+        return _solve(em, backend, time_limit, seed, deterministic, workers)
+
+
+def _solve(em: ExactModel, backend: str, time_limit: float, seed: int, deterministic: bool,
+           workers: int | None):
     params = None
     if backend == "cpsat":  # CP-SAT's probing presolve alone can eat a minute at 1,000 kernels
         params = {"presolve_probing_deterministic_time_limit": max(0.5, 0.05 * time_limit)}

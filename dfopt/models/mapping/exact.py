@@ -21,37 +21,68 @@ Variables: ``x[v, t]`` virtual node v on tile t (one tile each); ``p[task, t]`` 
 
 With a ``partition`` (the search's physical nodes) every member of a node shares the node's
 tile variables and nodes get distinct tiles: the same model places a fixed folding.
+
+Variable names follow the IR: ``x[node,col,row]`` (or ``y[node+node...,col,row]`` for a node
+of a partition), ``p[task,col,row]``, ``q[task,class,col,row]``, ``lvl[col,row]``, ``L[node]``,
+``o[stream,col,row]`` / ``i[stream,col,row]``, ``ch[col,row,task:role]``, ``makespan``. The
+model is solved through :func:`dfopt.ilp.solve_cp_model`.
+
+>>> from dfopt.instance import load
+>>> from dfopt.models.mapping.data import mapping_data
+>>> em = build(mapping_data(load("instances/mapping/ffn-2x4.json")))
+>>> status, assign, bound, _ = solve(em, time_limit=20, workers=1)
+>>> status.value, bound, len(assign) == len(em.d.nodes)
+('optimal', 544776.0, True)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dfopt.ilp.cpsat import _lean_model_class
+from dfopt import progress
+from dfopt.ilp import new_cp_model, solve_cp_model
 from dfopt.models.mapping.data import STACK_BYTES, MappingData, connected_task_sets
+from dfopt.results import Termination
+
+if TYPE_CHECKING:
+    from dfopt.ilp.cpsat import CpModel, IntVar  # the CP-SAT types, as dfopt.ilp names them
 
 TABLE_MAX_TASKS = 10
 
 
 @dataclass
 class ExactModel:
-    model: object
+    model: CpModel
     x: dict          # (v, tile index) -> literal
-    makespan: object
+    makespan: IntVar
     d: MappingData
     stats: dict
     scale: int = 1   # objective = scale x makespan + tie-break terms below scale
 
 
+def _tile_name(tile) -> str:
+    return f"{tile[0]},{tile[1]}"
+
+
+def _role_name(cls) -> str:
+    task, role = cls
+    return f"{task}:" + "/".join(str(r) for r in role)
+
+
 def build(d: MappingData, partition: list | None = None) -> ExactModel:
-    m = _lean_model_class()()
+    """The model (of every assignment, or of placements of the fixed folding ``partition``)."""
+    m = new_cp_model("mapping" if partition is None else "mapping-folding")
     T = len(d.tiles)
     tiles = range(T)
+    tn = [_tile_name(tile) for tile in d.tiles]
     if partition is None:
         units = [[v] for v in d.nodes]
     else:
         units = [list(u) for u in partition]
-    y = {(u, t): m.new_bool_var(f"y{u}_{t}") for u in range(len(units)) for t in tiles}
+    unit_name = ["+".join(map(str, members)) for members in units]
+    var = "x" if partition is None else "y"
+    y = {(u, t): m.new_bool_var(f"{var}[{unit_name[u]},{tn[t]}]") for u in range(len(units)) for t in tiles}
     x = {}
     unit_of = {}
     for u, members in enumerate(units):
@@ -71,14 +102,14 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
     for task, classes in by_task.items():
         members = [v for vs in classes.values() for v in vs]
         for t in tiles:
-            p[task, t] = m.new_bool_var("")
+            p[task, t] = m.new_bool_var(f"p[{task},{tn[t]}]")
             for v in members:
                 m.add_implication(x[v, t], p[task, t])
             m.add_bool_or([x[v, t] for v in members] + [p[task, t].Not()])
             if len(classes) > 1:
                 qs = []
-                for vs in classes.values():
-                    q = m.new_bool_var("")
+                for iso, vs in classes.items():
+                    q = m.new_bool_var(f"q[{task},{iso},{tn[t]}]")
                     for v in vs:
                         m.add_implication(x[v, t], q)
                     qs.append(q)
@@ -110,9 +141,9 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
                         for t in tiles:
                             m.add_bool_or([p[a, t].Not(), p[b, t].Not()])
     # acyclic tile graph
-    lvl = [m.new_int_var(0, T - 1, "") for _ in tiles]
+    lvl = [m.new_int_var(0, T - 1, f"lvl[{tn[t]}]") for t in tiles]
     m.add_all_different(lvl)
-    L = [m.new_int_var(0, T - 1, "") for _ in units]
+    L = [m.new_int_var(0, T - 1, f"L[{unit_name[u]}]") for u in range(len(units))]
     for u in range(len(units)):
         for t in tiles:
             m.add(L[u] == lvl[t]).only_enforce_if(y[u, t])
@@ -120,8 +151,8 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
         if unit_of[src] != unit_of[dst]:
             m.add(L[unit_of[src]] <= L[unit_of[dst]])
     # channels and transfer cycles
-    load = {t: [] for t in tiles}
-    need = {}          # (t, dir, class) -> [literals]
+    load: dict[int, list] = {t: [] for t in tiles}
+    need: dict[tuple, list] = {}          # (t, dir, class) -> [literals]
     tile_index = {tile: t for t, tile in enumerate(d.tiles)}
     for v in d.nodes:
         for t in tiles:
@@ -137,20 +168,20 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
                 continue
             for t in tiles:
                 near = [x[port.peer, tile_index[n]] for n in d.neighbours[d.tiles[t]]]
-                lit = m.new_bool_var("")
+                lit = m.new_bool_var(f"{'o' if port.dir == 'out' else 'i'}[{port.name},{tn[t]}]")
                 m.add(lit >= x[v, t] - x[port.peer, t] - sum(near))
                 need.setdefault((t, port.dir, cls), []).append(lit)
                 load[t].append(port.cycles * lit)
-    chans = {(t, dirn): [] for t in tiles for dirn in ("in", "out")}
-    for (t, dirn, _cls), lits in need.items():
+    chans: dict[tuple[int, str], list] = {(t, dirn): [] for t in tiles for dirn in ("in", "out")}
+    for (t, dirn, cls), lits in need.items():
         if len(lits) == 1:
             chans[t, dirn].append(lits[0])
             continue
-        ch = m.new_bool_var("")
+        ch = m.new_bool_var(f"ch[{tn[t]},{_role_name(cls)}]")
         for lit in lits:
             m.add_implication(lit, ch)
         chans[t, dirn].append(ch)
-    for (t, dirn), cs in chans.items():
+    for (_, dirn), cs in chans.items():
         m.add(sum(cs) <= d.limits[f"compute_{dirn}"])
     for t in tiles:
         m.add(STACK_BYTES + sum(d.task_bytes[task] * p[task, t] for task in by_task) <= d.limits["compute_bytes"])
@@ -189,27 +220,22 @@ def forbid(em: ExactModel, assign: dict) -> None:
     em.model.add_bool_or([em.x[v, index[tuple(assign[v])]].Not() for v in em.d.nodes])
 
 
-def solve(em: ExactModel, time_limit: float, seed: int = 0, workers: int = 8, deterministic: bool = True):
-    """``(status, assign or None, bound, wall seconds)``; status optimal | feasible | infeasible | unknown."""
-    from ortools.sat.python import cp_model
-
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.random_seed = seed
-    solver.parameters.num_workers = workers
-    if deterministic and workers > 1:
-        solver.parameters.interleave_search = True
-    code = solver.solve(em.model)
-    status = {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
-              cp_model.INFEASIBLE: "infeasible"}.get(code, "unknown")
-    assign = None
-    if status in ("optimal", "feasible"):
+def solve(em: ExactModel, time_limit: float, seed: int = 0, workers: int = 8, deterministic: bool = True,
+          label: str = "mapping: exact model") -> tuple[Termination, dict | None, float | None, float]:
+    """``(termination, assign or None, bound, wall seconds)``: termination a
+    :class:`~dfopt.results.Termination` (``optimal``, ``feasible``, ``time_limit`` — with or
+    without an assignment —, ``infeasible`` or ``error``); ``bound`` a lower bound on the
+    makespan when an assignment was found. Progress goes to a phase called ``label`` (in
+    makespan units)."""
+    with progress.phase(label, time_limit, scale=1.0 / em.scale):
+        result, solver = solve_cp_model(em.model, time_limit=time_limit, seed=seed, workers=workers,
+                                        deterministic=deterministic, named_values=False, label="CP-SAT mapping")
+    assign = bound = None
+    if result.has_solution:
         assign = {}
         for (v, t), lit in em.x.items():
             if solver.boolean_value(lit):
                 assign[v] = em.d.tiles[t]
-    bound = None
-    if status in ("optimal", "feasible"):
         # scale x M + moved >= bound with 0 <= moved < scale, so M >= floor(bound / scale)
         bound = int(solver.best_objective_bound + 1e-6) // em.scale if em.scale > 1 else solver.best_objective_bound
-    return status, assign, bound, solver.wall_time
+    return result.termination, assign, bound, solver.wall_time

@@ -12,18 +12,23 @@ Limits: per mem tile ``mem_out`` MM2S (input groups + output collections) and ``
 (output groups + input collections) and ``mem_bytes`` (two objects of the largest block per
 group); per shim column ``shim_out`` MM2S (input collections) and ``shim_in`` S2MM (output
 collections). A small CP-SAT model finds an assignment that keeps groups near their tiles'
-columns; :func:`route_faults` recounts a routing without it.
+columns; :func:`route_faults` recounts a routing without it. Its variables are named after
+the groups (``{tensor}:{dir}{index}``), mem tiles and shim columns: ``a[group,mem col,row]``,
+``coll[mem col,row,tensor,dir]``, ``shim[mem col,row,tensor,dir,column]``; it is solved through
+:func:`dfopt.ilp.solve_cp_model`.
 """
 
 from __future__ import annotations
 
-from dfopt.ilp.cpsat import _lean_model_class
+from dfopt.ilp import new_cp_model, solve_cp_model
 from dfopt.models.mapping.data import MEM_TILE_DEPTH, MappingData
+from dfopt.results import Termination
 
 
 def host_groups(host: list) -> list[dict]:
     """Broadcast groups of input channels and one group per output channel, in a stable order."""
-    groups, index = [], {}
+    groups: list[dict] = []
+    index: dict[tuple, int] = {}
     for tile, _cls, dirn, tensor, blocks, size in host:
         key = (tensor, blocks) if dirn == "in" else None
         if key is not None and key in index:
@@ -40,8 +45,6 @@ def host_groups(host: list) -> list[dict]:
 
 def route(d: MappingData, host: list, time_limit: float = 10.0, seed: int = 0) -> tuple[list | None, str]:
     """Routes (the groups with ``mem`` and ``shim`` coordinates) or ``(None, reason)``."""
-    from ortools.sat.python import cp_model
-
     groups = host_groups(host)
     if not groups:
         return [], ""
@@ -49,11 +52,13 @@ def route(d: MappingData, host: list, time_limit: float = 10.0, seed: int = 0) -
     mems = d.mem_tiles
     if not d.shim_columns:
         return None, "the region has no column with a shim DMA, so no host data can reach it"
-    m = _lean_model_class()()
-    a = {(g, j): m.new_bool_var("") for g in range(len(groups)) for j in range(len(mems))}
+    m = new_cp_model("mapping-route")
+    gname = [f"{gr['tensor']}:{gr['dir']}{g}" for g, gr in enumerate(groups)]
+    mname = [f"{mem[0]},{mem[1]}" for mem in mems]
+    a = {(g, j): m.new_bool_var(f"a[{gname[g]},{mname[j]}]") for g in range(len(groups)) for j in range(len(mems))}
     colls = {(j, g["tensor"], g["dir"]) for g in groups for j in range(len(mems))}
-    coll = {k: m.new_bool_var("") for k in sorted(colls)}
-    shim = {(k, c): m.new_bool_var("") for k in coll for c in d.shim_columns}
+    coll = {k: m.new_bool_var(f"coll[{mname[k[0]]},{k[1]},{k[2]}]") for k in sorted(colls)}
+    shim = {(k, c): m.new_bool_var(f"shim[{mname[k[0]]},{k[1]},{k[2]},{c}]") for k in coll for c in d.shim_columns}
     for g in range(len(groups)):
         m.add_exactly_one(a[g, j] for j in range(len(mems)))
     for (j, tensor, dirn), var in coll.items():
@@ -77,15 +82,14 @@ def route(d: MappingData, host: list, time_limit: float = 10.0, seed: int = 0) -
         cost += [abs(col - mems[j][0]) * a[g, j] for j in range(len(mems))]
     cost += [abs(mems[j][0] - c) * v for ((j, _, _), c), v in shim.items()]
     m.minimize(sum(cost))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = seed
-    status = solver.solve(m)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    result, solver = solve_cp_model(m, time_limit=time_limit, seed=seed, workers=1, named_values=False,
+                                    label="CP-SAT mapping routes")
+    if not result.has_solution:
         n_in = sum(g["dir"] == "in" for g in groups)
         n_out = len(groups) - n_in
-        why = "proved impossible" if status == cp_model.INFEASIBLE else "not found within the limit"
+        why = ("proved impossible" if result.termination is Termination.INFEASIBLE
+               else "not found within the limit" if result.termination is Termination.TIME_LIMIT
+               else f"not found ({result.message or 'CP-SAT stopped without an answer'})")
         return None, (f"routing {why}: {n_in} input broadcast group(s) and {n_out} output channel(s) through "
                       f"{len(mems)} mem tile(s) ({lim['mem_out']} MM2S / {lim['mem_in']} S2MM each) and shim DMAs in "
                       f"column(s) {d.shim_columns} ({lim['shim_out']} MM2S / {lim['shim_in']} S2MM each)")
@@ -114,7 +118,7 @@ def route_faults(d: MappingData, host: list, routes: list) -> list[str]:
         for t in r.get("tiles", []):
             key = (tuple(t), r.get("dir"), r.get("tensor"))
             served.setdefault(key, []).append(i)
-    need = {}
+    need: dict[tuple, list] = {}
     for tile, _cls, dirn, tensor, blocks, _size in host:
         need.setdefault((tile, dirn, tensor), []).append(blocks)
     for key, seqs in need.items():

@@ -22,16 +22,19 @@ branch over the ``branch`` best moves per state; a state with at most as many no
 whose nodes pass the port and memory prechecks, is placed by the exact model with the folding
 fixed (:func:`.exact.build` with a ``partition``) and routed (:mod:`.route`). It stops after the
 first ``first`` feasible mappings (or ``max_states`` expanded states, or the time limit) and
-returns the best by estimated makespan.
+returns the best by estimated makespan. Progress: one phase for the whole search, with the
+states expanded, the foldings found and the best makespan as the incumbent.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterable, Sequence
 
 import networkx as nx
 
+from dfopt import progress
 from dfopt.models.mapping import exact
 from dfopt.models.mapping.data import STACK_BYTES, MappingData
 from dfopt.models.mapping.evaluate import evaluate, legality_faults, member_order
@@ -42,6 +45,7 @@ class Search:
     def __init__(self, d: MappingData, first: int = 5, branch: int = 3, max_states: int = 400,
                  time_limit: float = 60.0, seed: int = 0):
         self.d, self.first, self.branch, self.max_states = d, first, branch, max_states
+        self.time_limit = time_limit
         self.deadline = time.perf_counter() + time_limit
         self.seed = seed
         self.found: list = []           # (makespan, assign, routes, partition)
@@ -68,7 +72,8 @@ class Search:
 
     def _node_cost(self, members: frozenset) -> tuple[int, bool]:
         d = self.d
-        cycles, host = 0, {"in": set(), "out": set()}
+        cycles = 0
+        host: dict[str, set] = {"in": set(), "out": set()}
         stream_peers: dict = {"in": {}, "out": {}}
         for v in members:
             cycles += d.work[v]
@@ -89,7 +94,7 @@ class Search:
         mem = STACK_BYTES + sum(d.task_bytes[t] for t in {d.task[v] for v in members})
         return cycles, ok and mem <= d.limits["compute_bytes"]
 
-    def bound(self, partition) -> int:
+    def bound(self, partition: Sequence[frozenset]) -> int:
         """A lower bound on the makespan of any folding of ``partition`` (pessimistic transfers):
         the largest node, the total spread over the tiles, and — while there are more nodes than
         tiles — the two smallest of the T + 1 largest nodes, which some tile must hold together."""
@@ -116,7 +121,7 @@ class Search:
         return [keyed[i][4] for i in order]
 
     # -- moves -----------------------------------------------------------------------------------
-    def classes(self, partition) -> dict:
+    def classes(self, partition: Iterable[frozenset]) -> dict:
         out: dict = {}
         for n in partition:
             key = tuple(sorted(Counter((self.d.task[v], self.d.iso[v]) for v in n).items()))
@@ -131,7 +136,7 @@ class Search:
         every isomorphism class of a task at once (pairs never cross classes)."""
         groups: dict = {}
         for key, nodes in classes.items():
-            tasks = Counter()
+            tasks: Counter[str] = Counter()
             for (task, _), count in key:
                 tasks[task] += count
             groups.setdefault(tuple(sorted(tasks.items())), []).append(nodes)
@@ -170,7 +175,8 @@ class Search:
                 for p in d.ports[v]:
                     f.add(("peer", p.peer) if p.kind == "stream" else ("host", p.name, p.blocks))
             feats[n] = f
-        used, pairs = set(), []
+        used: set = set()
+        pairs: list = []
         for a in nodes:
             if a in used:
                 continue
@@ -228,8 +234,9 @@ class Search:
         tasks = {self.d.task[v] for v in members}
         return len(tasks) > 1 and any(link <= tasks for link in self.d.task_links)
 
-    def apply(self, partition, pairs):
-        merged = set()
+    def apply(self, partition: Iterable[frozenset],
+              pairs: Iterable[tuple[frozenset, frozenset]]) -> list[frozenset]:
+        merged: set[frozenset] = set()
         out = []
         for a, b in pairs:
             out.append(a | b)
@@ -237,7 +244,7 @@ class Search:
         out += [n for n in partition if n not in merged]
         return out
 
-    def acyclic(self, partition) -> bool:
+    def acyclic(self, partition: Sequence[frozenset]) -> bool:
         where = {v: i for i, n in enumerate(partition) for v in n}
         g = nx.DiGraph()
         g.add_nodes_from(range(len(partition)))
@@ -245,7 +252,7 @@ class Search:
         return nx.is_directed_acyclic_graph(g)
 
     # -- search ----------------------------------------------------------------------------------
-    def leaf(self, partition) -> bool:
+    def leaf(self, partition: list[frozenset]) -> bool:
         """Place and route a folding that fits; record it when feasible."""
         em = exact.build(self.d, partition)
         budget = max(0.1, min(2.0, self.deadline - time.perf_counter()))
@@ -266,10 +273,19 @@ class Search:
         return (len(self.found) >= self.first or self.stats["states"] >= self.max_states
                 or time.perf_counter() > self.deadline)
 
-    def run(self, partition=None) -> None:
+    def run(self, partition: list[frozenset] | None = None) -> None:
+        """Search from ``partition`` (default: every virtual node alone) until :meth:`done`."""
         if partition is None:
             partition = [frozenset([v]) for v in self.d.nodes]
-        stack = [partition]
+        with progress.phase("mapping: search", self.time_limit, numbers=False) as ph:
+            self._expand([partition], ph)
+
+    def _report(self, ph: progress.Phase) -> None:
+        best = min((f[0] for f in self.found), default=None)
+        ph.update(incumbent=best, detail=f"{self.stats['states']} states, "
+                                         f"{len(self.found)}/{self.first} foldings found")
+
+    def _expand(self, stack: list, ph: progress.Phase) -> None:
         while stack and not self.done():
             state = stack.pop()
             key = frozenset(state)
@@ -278,7 +294,10 @@ class Search:
             self.seen.add(key)
             self.stats["states"] += 1
             fits = len(state) <= len(self.d.tiles) and all(self.node_cost(n)[1] for n in state)
-            if fits and self.leaf(state):
+            placed = fits and self.leaf(state)
+            if ph.live:
+                self._report(ph)
+            if placed:
                 continue
             children = []
             classes = self.classes(state)
@@ -287,7 +306,7 @@ class Search:
             for group in self.task_groups(classes):
                 moves += self.bundle_moves(group)
             moves += self.chain_moves(classes, where)
-            for name, pairs in moves:
+            for _, pairs in moves:
                 self.stats["moves_tried"] += 1
                 child = self.apply(state, pairs)
                 if frozenset(child) in self.seen or not self.acyclic(child):
@@ -296,5 +315,5 @@ class Search:
             for child in reversed(self.rank(children)[:self.branch]):
                 stack.append(child)
 
-    def best(self):
+    def best(self) -> tuple | None:
         return min(self.found, key=lambda f: (f[0], len(f[3]))) if self.found else None

@@ -35,15 +35,21 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dfopt import progress
 from dfopt.ilp import LinearModel, lin_sum
 from dfopt.ilp import solve as solve_model
 from dfopt.ir.memory import KIND_RESOURCE
 from dfopt.models.memory.problem import MemoryProblem
 from dfopt.results import Termination
+
+if TYPE_CHECKING:
+    from dfopt.models.memory import Options
 
 __all__ = ["SCALE", "ExactModel", "ExactOutcome", "build", "least_overflow", "minimise_peak", "minimise_sum"]
 
@@ -97,7 +103,7 @@ def _coef(problem: MemoryProblem, i: int, kind: str, weights: dict) -> int:
     return round(SCALE * weights[r] * problem.options[i][kind] / problem.slots[problem.slot_of[i]].capacity[r])
 
 
-def _row_terms(problem, free, cols):
+def _row_terms(problem: MemoryProblem, free: Sequence[int], cols: dict) -> dict:
     """(slot, resource) -> [(column, cost in units, buffer, kind)]."""
     terms: dict = {}
     for i in free:
@@ -172,13 +178,13 @@ def _add_peak_rows(m: LinearModel, problem, terms, const, weights) -> int:
     return p.index
 
 
-def hint(em: ExactModel, problem: MemoryProblem, binding) -> None:
+def hint(em: ExactModel, problem: MemoryProblem, binding: Sequence[str | None]) -> None:
     for i in em.free:
         for kind in problem.options[i]:
             em.model.hint(em.model.var(em.cols[i, kind]), float(binding[i] == kind))
 
 
-def decode(em: ExactModel, problem: MemoryProblem, values) -> list:
+def decode(em: ExactModel, problem: MemoryProblem, values: Sequence[float] | np.ndarray) -> list:
     binding: list = [None] * len(problem.buffers)
     for i, kind in em.fixed.items():
         binding[i] = kind
@@ -205,9 +211,21 @@ def _peak_bound(em: ExactModel, res) -> float | None:
     return max(0.0, (math.ceil(res.bound - 1e-6) - 1 - 0.5 * em.max_row_terms) / SCALE)
 
 
-def minimise_peak(problem: MemoryProblem, start, backend: str, opts, deadline: float) -> ExactOutcome:
+def _phase(stage: str, backend: str, deadline: float):
+    """The progress phase of one stage, in weighted utilisation (the model's units / SCALE)."""
+    return progress.phase(f"memory binding: {stage} ({backend})", max(deadline - time.perf_counter(), 0.0),
+                          scale=1.0 / SCALE)
+
+
+def minimise_peak(problem: MemoryProblem, start: Sequence[str] | None, backend: str, opts: Options,
+                  deadline: float) -> ExactOutcome:
     """Least peak: hinted from ``start`` (kept when it fits), then strictly-better solves until one
     is infeasible (proof) or time runs out. ``infeasible`` means no binding fits at all."""
+    with _phase("least peak", backend, deadline):
+        return _minimise_peak(problem, start, backend, opts, deadline)
+
+
+def _minimise_peak(problem: MemoryProblem, start, backend: str, opts, deadline: float) -> ExactOutcome:
     out = ExactOutcome(start if start is not None and problem.fits(start) else None)
     best_peak = problem.peak(out.binding)[0] if out.binding is not None else None
     strict = False
@@ -248,7 +266,8 @@ def minimise_peak(problem: MemoryProblem, start, backend: str, opts, deadline: f
     return out
 
 
-def minimise_sum(problem: MemoryProblem, binding, backend: str, opts, deadline: float, out: ExactOutcome) -> list:
+def minimise_sum(problem: MemoryProblem, binding: Sequence[str], backend: str, opts: Options, deadline: float,
+                 out: ExactOutcome) -> Sequence[str]:
     """With every row at most the peak of ``binding``, the least weighted sum (rounded units);
     returns ``binding`` when the solve finds nothing better."""
     if time.perf_counter() >= deadline:
@@ -256,7 +275,8 @@ def minimise_sum(problem: MemoryProblem, binding, backend: str, opts, deadline: 
         return binding
     em = build(problem, "sum", peak=problem.peak(binding)[0])
     hint(em, problem, binding)
-    res = _solve(em, backend, opts, deadline, "sum", out)
+    with _phase("least sum at the peak", backend, deadline):
+        res = _solve(em, backend, opts, deadline, "sum", out)
     if res.values_array is None:
         return binding
     better = decode(em, problem, res.values_array)
@@ -265,7 +285,8 @@ def minimise_sum(problem: MemoryProblem, binding, backend: str, opts, deadline: 
     return binding
 
 
-def least_overflow(problem: MemoryProblem, start, backend: str, opts, deadline: float, out: ExactOutcome):
+def least_overflow(problem: MemoryProblem, start: Sequence[str | None] | None, backend: str, opts: Options,
+                   deadline: float, out: ExactOutcome) -> list | None:
     """A binding with the least largest unweighted utilisation, capacities ignored (to explain an
     infeasible instance); None when the solver finds none in time."""
     if time.perf_counter() >= deadline:
@@ -273,11 +294,12 @@ def least_overflow(problem: MemoryProblem, start, backend: str, opts, deadline: 
     em = build(problem, "peak", capacity=False, weights={r: 1.0 for r in problem.weights})
     if start is not None and None not in start:
         hint(em, problem, start)
-    res = _solve(em, backend, opts, deadline, "least-overflow", out)
+    with _phase("least overflow", backend, deadline):
+        res = _solve(em, backend, opts, deadline, "least-overflow", out)
     return decode(em, problem, res.values_array) if res.values_array is not None else None
 
 
-def lexicographically_better(problem: MemoryProblem, a, b) -> bool:
+def lexicographically_better(problem: MemoryProblem, a: Sequence[str], b: Sequence[str]) -> bool:
     """True when ``a`` has a smaller peak, or the same peak (within 1e-12) and a smaller sum."""
     pa, pb = problem.peak(a)[0], problem.peak(b)[0]
     if abs(pa - pb) > 1e-12:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dfopt import progress
 from dfopt.ilp import LinearModel, lin_sum
 from dfopt.ilp import solve as solve_model
 from dfopt.ilp.rows import RowBuffer
@@ -60,7 +61,13 @@ def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int 
                           backend: str = "cpsat", stats: dict | None = None,
                           hint: np.ndarray | None = None, workers: int = 8) -> np.ndarray | None:
     """Kernel slots, or None when a split finds no solution. ``hint`` (kernel slots, e.g. the
-    greedy placement) seeds each split's ILP with the side it puts each unit on."""
+    greedy placement) seeds each split's ILP with the side it puts each unit on. Progress: one
+    phase for all the splits (their count so far)."""
+    with progress.phase(f"placement: bipartition ({backend})", time_limit, numbers=False) as ph:
+        return _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph)
+
+
+def _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph) -> np.ndarray | None:
     units = Units(d)
     hint_slot = None if hint is None else np.array([hint[m[0]] for m in units.members], dtype=np.int64)
     U = len(units)
@@ -70,7 +77,7 @@ def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int 
     splits = max(d.num_slots - 1, 1)
     per_split = time_limit / splits
     queue = [0]
-    log = []
+    log: list[dict] = []
     while queue:
         rid = queue.pop(0)
         region = regions[rid]
@@ -80,6 +87,7 @@ def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int 
         members = np.flatnonzero(region_of == rid)
         side = _solve_split(d, units, members, region_of, regions, centres, axis, level, low, high,
                             per_split, seed, backend, log, hint_slot, workers)
+        ph.update(detail=f"split {len(log)}/{splits}")
         if side is None:
             if stats is not None:
                 stats["splits"] = log
@@ -134,7 +142,7 @@ def _solve_split(d, units, members, region_of, regions, centres, axis, level, lo
         for v, w in zip(others.tolist(), ws.tolist()):
             if v in pos:
                 if u < v:   # internal stream: y >= |t_u - t_v|
-                    y = m.add_vars(1, 0, 1, integer=True)[0]
+                    y = m.add_vars(1, 0, 1, integer=True, names=[f"y[{u},{v}]"])[0]
                     j = pos[v]
                     rows.add([0, 0, 0], [y, t[i], t[j]], [1, -1, 1], 0, np.inf)
                     rows.add([0, 0, 0], [y, t[i], t[j]], [1, 1, -1], 0, np.inf)

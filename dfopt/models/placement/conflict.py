@@ -5,7 +5,9 @@ wires of one cut line, one kernel's pin, one same-slot group — is enforced by 
 literal; "every kernel in one slot" always holds. When CP-SAT proves the model infeasible it
 returns a sufficient subset of the assumptions, which deletion then shrinks: each member is
 dropped in turn and kept out when the rest is still infeasible (a minimal conflict when every
-re-solve finishes within its time).
+re-solve finishes within its time). The model (variables ``x[kernel,slot]``, ``z[stream,cut]``
+and one literal per switch, named by its label) is solved through
+:func:`dfopt.ilp.solve_cp_model`.
 
 >>> from dfopt.ir.graph import DataflowGraph, Kernel
 >>> from dfopt.ir.platform import load_preset
@@ -25,15 +27,16 @@ import time
 
 import numpy as np
 
+from dfopt import progress
+from dfopt.ilp import new_cp_model, solve_cp_model
 from dfopt.models.placement.data import PlacementData
 from dfopt.models.placement.exact import model_units
+from dfopt.results import Termination
 
 
 def _model(d: PlacementData):
-    from ortools.sat.python import cp_model
-
-    m = cp_model.CpModel()
-    x = [[m.new_bool_var(f"x{k}_{s}") for s in range(d.num_slots)] for k in range(d.n)]
+    m = new_cp_model("placement-conflict")
+    x = [[m.new_bool_var(f"x[{d.names[k]},{d.slots[s]}]") for s in range(d.num_slots)] for k in range(d.n)]
     for k in range(d.n):
         m.add_exactly_one(x[k])
     named = []
@@ -53,7 +56,8 @@ def _model(d: PlacementData):
             if demand[:, r].sum() > limit[s, r]:
                 lit = switch(f"capacity of {d.slots[s]} for {d.kinds[r]} ({d.limit[s, r]:.6g} = "
                              f"{d.max_utilization:g} x {d.capacity[s, r]:.6g})")
-                m.add(sum(int(demand[k, r]) * x[k][s] for k in range(d.n) if demand[k, r]) <= int(limit[s, r])).only_enforce_if(lit)
+                used = sum(int(demand[k, r]) * x[k][s] for k in range(d.n) if demand[k, r])
+                m.add(used <= int(limit[s, r])).only_enforce_if(lit)
     for members in d.same_slot:
         lit = switch("same-slot group [" + ", ".join(d.names[k] for k in members) + "]")
         for a, b in zip(members[:-1].tolist(), members[1:].tolist()):
@@ -64,8 +68,8 @@ def _model(d: PlacementData):
             continue
         low = np.flatnonzero(cut.low_side).tolist()
         zs = []
-        for a, b in zip(d.src.tolist(), d.dst.tolist()):
-            z = m.new_bool_var("")
+        for e, (a, b) in enumerate(zip(d.src.tolist(), d.dst.tolist())):
+            z = m.new_bool_var(f"z[{d.stream_names[e]},{cut.label}]")
             la, lb = sum(x[a][s] for s in low), sum(x[b][s] for s in low)
             m.add(z >= la - lb)
             m.add(z >= lb - la)
@@ -76,24 +80,26 @@ def _model(d: PlacementData):
 
 
 def _infeasible(m, lits, time_limit: float, seed: int):
-    from ortools.sat.python import cp_model
-
+    """(True, core) when the switches ``lits`` cannot hold together, (False, lits) when they
+    can, (None, lits) when the solve did not tell in time."""
     m.clear_assumptions()
     m.add_assumptions(lits)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(time_limit, 0.05)
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = seed
-    status = solver.solve(m)
-    if status == cp_model.INFEASIBLE:
+    result, solver = solve_cp_model(m, time_limit=max(time_limit, 0.05), seed=seed, workers=1,
+                                    named_values=False, label="CP-SAT placement conflict")
+    if result.termination is Termination.INFEASIBLE:
         core = set(solver.sufficient_assumptions_for_infeasibility())
         return True, [lit for lit in lits if lit.index in core]
-    return (False if status in (cp_model.FEASIBLE, cp_model.OPTIMAL) else None), lits
+    return (False if result.has_solution else None), lits
 
 
 def explain_infeasible(d: PlacementData, time_limit: float = 10.0, seed: int = 0) -> list[str] | None:
     """Labels of a small conflicting set, or None when infeasibility is not proven in time (or the
-    model is feasible)."""
+    model is feasible). Progress: one phase for the whole search (the core's size so far)."""
+    with progress.phase("placement: explaining the infeasibility", time_limit, numbers=False) as ph:
+        return _explain(d, time_limit, seed, ph)
+
+
+def _explain(d: PlacementData, time_limit: float, seed: int, ph: progress.Phase) -> list[str] | None:
     deadline = time.perf_counter() + time_limit
     m, named = _model(d)
     label = {lit.index: text for lit, text in named}
@@ -102,6 +108,7 @@ def explain_infeasible(d: PlacementData, time_limit: float = 10.0, seed: int = 0
         return None
     i = 0
     while i < len(core) and time.perf_counter() < deadline:
+        ph.update(detail=f"{len(core)} constraints in the conflict, trying to drop #{i + 1}")
         trial = core[:i] + core[i + 1:]
         left = deadline - time.perf_counter()
         verdict, sub = _infeasible(m, trial, min(left, max(1.0, left / max(len(core), 1))), seed)

@@ -21,20 +21,27 @@ that margin.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
-from dfopt.ilp import LinearModel, lin_sum
+from dfopt import progress
+from dfopt.ilp import LinearModel, ModelSolveResult, lin_sum
 from dfopt.ilp import solve as solve_model
 from dfopt.ilp.rows import RowBuffer
 from dfopt.ir.memory import KIND_RESOURCE
 from dfopt.models.placement.data import PlacementData
 
+if TYPE_CHECKING:
+    from dfopt.models.memory.buffers import BufferUse
+
 Q = 1000
 
 
-def model_units(values: np.ndarray) -> np.ndarray:
+def model_units(values: npt.ArrayLike) -> np.ndarray:
     """Demands rounded up to half units (exact for integer and BRAM18-half counts)."""
     return np.ceil(np.asarray(values, dtype=float) * 2 - 1e-9) / 2
 
@@ -52,7 +59,7 @@ class ExactModel:
     w_cols: dict = field(default_factory=dict)      # (choice, slot, kind) -> column
 
 
-def build(d: PlacementData, choices=None) -> ExactModel:
+def build(d: PlacementData, choices: Sequence[BufferUse] | None = None) -> ExactModel:
     """The model; ``choices`` (joint memory binding) are buffers (:class:`BufferUse`) whose kind
     the model picks, their owner's ``d.demand`` holding none of their cost."""
     m = LinearModel("placement")
@@ -75,7 +82,8 @@ def build(d: PlacementData, choices=None) -> ExactModel:
     demand = model_units(d.demand)
     limit = np.floor(d.limit * 2 + 1e-9) / 2
     # joint memory binding: w[b,s,m] = buffer b of kernel k in kind m at slot s; sum_m w = x[k,s]
-    w_cols, w_terms = {}, {}
+    w_cols: dict[tuple[int, int, str], int] = {}
+    w_terms: dict[tuple[int, int], list] = {}
     for i, b in enumerate(choices or ()):
         k = d.index[b.owner]
         for s in np.flatnonzero(x_cols[k] >= 0).tolist():
@@ -107,14 +115,15 @@ def build(d: PlacementData, choices=None) -> ExactModel:
     for c, cut in enumerate(d.cuts):
         low = np.flatnonzero(cut.low_side)
         high = np.flatnonzero(~cut.low_side)
-        fixed_low = ~d.allowed[:, high].any(axis=1)      # the kernel can only sit below the line
-        fixed_high = ~d.allowed[:, low].any(axis=1)
+        fixed_low = ~np.any(d.allowed[:, high], axis=1)      # the kernel can only sit below the line
+        fixed_high = ~np.any(d.allowed[:, low], axis=1)
         a, b = d.src, d.dst
         same = (fixed_low[a] & fixed_low[b]) | (fixed_high[a] & fixed_high[b])
         need = np.flatnonzero(~same)
         if not len(need):
             continue
-        zc = m.add_vars(len(need), 0, 1, integer=True, names=[f"z[{d.stream_names[e]},{cut.label}]" for e in need.tolist()])
+        zc = m.add_vars(len(need), 0, 1, integer=True,
+                        names=[f"z[{d.stream_names[e]},{cut.label}]" for e in need.tolist()])
         z_cols[need, c] = zc
         for e, col in zip(need.tolist(), zc.tolist()):
             la = [x_cols[a[e], s] for s in low if x_cols[a[e], s] >= 0]
@@ -147,7 +156,7 @@ def build(d: PlacementData, choices=None) -> ExactModel:
         m.minimize(lin_sum(np.concatenate(obj_cols), np.concatenate(obj_coef), model=m))
     stats = {"variables": m.num_vars, "rows": m.num_rows, "x_vars": len(cols),
              "z_vars": int((z_cols >= 0).sum()), "balanced_resources": [d.kinds[r] for r in balanced.tolist()]}
-    return ExactModel(m, x_cols, z_cols, hi_cols, lo_cols, balanced, stats)
+    return ExactModel(m, x_cols, z_cols, hi_cols, lo_cols, balanced, stats, list(choices or ()), w_cols)
 
 
 def bound_margin(em: ExactModel, d: PlacementData) -> float:
@@ -202,6 +211,9 @@ def decode_binding(em: ExactModel, values: np.ndarray, binding: dict) -> dict:
 
 
 def solve_exact(em: ExactModel, backend: str, time_limit: float, seed: int, deterministic: bool,
-                workers: int | None = None, record_incumbents: bool = True):
-    return solve_model(em.model, backend, time_limit=time_limit, seed=seed, deterministic=deterministic,
-                       workers=workers, record_incumbents=record_incumbents)
+                workers: int | None = None, record_incumbents: bool = True) -> ModelSolveResult:
+    """Solve the model with ``backend`` (a :class:`~dfopt.ilp.ModelSolveResult`); progress goes
+    to a phase labelled with the backend."""
+    with progress.phase(f"placement: exact model ({backend})", time_limit):
+        return solve_model(em.model, backend, time_limit=time_limit, seed=seed, deterministic=deterministic,
+                           workers=workers, record_incumbents=record_incumbents)

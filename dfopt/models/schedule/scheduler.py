@@ -1,5 +1,5 @@
 """The iterative scheduler: one integer program per schedule dimension, outermost first
-(PolyTOPS; DESIGN 5.4).
+(PolyTOPS; docs/schedule.md).
 
 For loop row ``d`` every statement ``S`` gets an affine function ``theta_S(x) = c_S . x +
 p_S . N + e_S`` (iterator coefficients ``c``, parameter coefficients ``p``, constant ``e``).
@@ -34,15 +34,19 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import NoReturn
 
 import islpy as isl
 import networkx as nx
 import numpy as np
 
+from dfopt import progress
 from dfopt.errors import InfeasibleError, NoSolutionError
 from dfopt.ilp import LinearModel, solve
+from dfopt.ilp.expr import LinExpr, Operand, Var
 from dfopt.models.schedule.config import Config, Directive
 from dfopt.models.schedule.problem import Edge, SchedulingProblem
 from dfopt.polyhedral.farkas import cone
@@ -118,6 +122,14 @@ def rank(rows: list, n: int) -> int:
 
 # -- the per-row integer program ----------------------------------------------------------------
 
+def _total(terms: Iterable[Operand]) -> LinExpr:
+    """``sum(terms)`` as an expression (the built-in ``sum`` gives the int 0 for no terms)."""
+    out = LinExpr()
+    for t in terms:
+        out = out + t
+    return out
+
+
 @dataclass
 class RowRequest:
     """What one row's integer program must do."""
@@ -141,7 +153,7 @@ class RowModel:
         self.ranks, self.history = ranks, history
         self.negative = negative
 
-    def solve(self, req: RowRequest, solver: str, time_limit: float, seed: int):
+    def solve(self, req: RowRequest, solver: str, time_limit: float, seed: int) -> tuple[Row | None, float, int]:
         t0 = time.perf_counter()
         m = LinearModel("schedule-row")
         b = self.config.bounds
@@ -159,12 +171,12 @@ class RowModel:
                     m.add(aj - cj >= 0)
                     m.add(aj + cj >= 0)
             V[s.name] = (c, p, e, a)
-        levels = []
+        levels: list[tuple[LinExpr | Var | int, int, int]] = []
         sat = {}
         if "feautrier" in req.costs or req.satisfy_one:
             sat = {edge.id: m.bool_var(f"sat[{edge.id}]") for edge in req.edges}
         if req.satisfy_one:
-            m.add(sum(sat.values()) >= 1)
+            m.add(_total(sat.values()) >= 1)
         for edge in req.edges:
             self._farkas(m, edge, V, sign=1, slack=sat.get(edge.id))
             if req.coincident:
@@ -256,6 +268,7 @@ class RowModel:
         ns, nt = len(cs), len(ct)
         width = 1 + np_ + ns + nt
         cols: dict = {}   # var index -> coefficient vector over a
+        assert edge.cone is not None  # the problem is built with cones for this scheduler
 
         def put(var, pos, coef):
             vec = cols.get(var.index)
@@ -311,7 +324,7 @@ class RowModel:
             basis = null_space(self.history[s.name], s.depth) if self.history[s.name] else \
                 [[1 if i == j else 0 for i in range(s.depth)] for j in range(s.depth)]
             if not neg and all(all(x >= 0 for x in k) for k in basis):
-                m.add(sum(sum(x * c[i] for i, x in enumerate(k) if x) for k in basis) - need >= 0)
+                m.add(_total(sum(x * c[i] for i, x in enumerate(k) if x) for k in basis) - need >= 0)
                 continue
             choices = []
             for k, vec in enumerate(basis):
@@ -325,9 +338,9 @@ class RowModel:
                     z = m.bool_var(f"prog-[{s.name},{k}]")
                     m.add(expr + 1 - big * (1 - z) <= 0)
                     choices.append(z)
-            m.add(sum(choices) - need >= 0)
+            m.add(_total(choices) - need >= 0)
         if moves:
-            m.add(sum(moves) >= 1)
+            m.add(_total(moves) >= 1)
         return moves
 
     def _user(self, m: LinearModel, req: RowRequest, V):
@@ -352,6 +365,7 @@ def _satisfied(edge: Edge, row: Row, n_params: int) -> bool:
     a = [row.e[edge.dst] - row.e[edge.src] - 1]
     a += [row.p[edge.dst][k] - row.p[edge.src][k] for k in range(n_params)]
     a += [-x for x in row.c[edge.src]] + list(row.c[edge.dst])
+    assert edge.cone is not None  # the problem is built with cones for this scheduler
     return edge.cone.contains(a)
 
 
@@ -397,7 +411,7 @@ def scc_order(problem: SchedulingProblem, edges: list) -> dict | None:
     return {s: pos[n] for n in cond.nodes for s in cond.nodes[n]["members"]}
 
 
-def group_order(problem: SchedulingProblem, groups, edges: list) -> tuple[dict | None, str]:
+def group_order(problem: SchedulingProblem, groups: Iterable[Iterable[str]], edges: list) -> tuple[dict | None, str]:
     """Statement -> group position for a configured fusion; (None, why) when a live dependence
     runs from a later group to an earlier one."""
     where = {s: i for i, g in enumerate(groups) for s in g}
@@ -413,17 +427,17 @@ class Scheduler:
         self.problem, self.config = problem, config
         self.solver, self.time_limit, self.seed = solver, time_limit, seed
         self.np = len(problem.params)
-        self.history = {s.name: [] for s in problem.stmts}
+        self.history: dict[str, list] = {s.name: [] for s in problem.stmts}
         self.ranks = {s.name: 0 for s in problem.stmts}
         self.validity = [e for e in problem.edges if not e.proximity_only]
         self.rar = [e for e in problem.edges if e.proximity_only]
         self.out = Outcome(rows=[], solver=solver)
         self.directives = list(config.directives) + self._auto_directives()
         self.deadline = time.perf_counter() + time_limit
-        self.separated = set()   # statements distributed before their vector loop (auto_vectorize)
+        self.separated: set[str] = set()   # statements distributed before their vector loop (auto_vectorize)
         self.negative = config.bounds.negative is True
         self.edge_ids = max((e.id for e in problem.edges), default=0)
-        self.fused_at = set()    # loop dimensions whose configured fusion was applied
+        self.fused_at: set[int] = set()    # loop dimensions whose configured fusion was applied
 
     def _auto_directives(self) -> list:
         if not self.config.auto_vectorize:
@@ -459,7 +473,8 @@ class Scheduler:
         dim = self.config.dimension(loop_index)
         costs = dim.costs or self.config.costs
         edges = band_live if self.config.band == "permutable" else live
-        zero, unit = {}, {}
+        zero: dict[str, list[int]] = {}
+        unit: dict[str, int] = {}
         for d in self.directives:
             s = self.problem.stmt(d.statement)
             if d.kind == "vectorize" and self.ranks[s.name] < s.depth - 1:
@@ -536,6 +551,12 @@ class Scheduler:
         return live if out is None else out
 
     def run(self) -> Outcome:
+        """The schedule rows, one dimension at a time; progress: one phase for the whole
+        schedule (the rows found and the dependences still live)."""
+        with progress.phase(f"schedule ({self.solver})", self.time_limit, numbers=False) as ph:
+            return self._run(ph)
+
+    def _run(self, ph: progress.Phase) -> Outcome:
         live = list(self.validity)
         band_live = list(live)
         loop_index = 0
@@ -550,6 +571,8 @@ class Scheduler:
             if time.perf_counter() > self.deadline:
                 raise NoSolutionError(f"the scheduler ran out of its time limit ({self.time_limit:g} s) after "
                                       f"{len(self.out.rows)} dimension(s)")
+            if ph.live:
+                ph.update(detail=f"{len(self.out.rows)} rows, {len(live)} dependences live")
             full = all(self._full(s.name) for s in self.problem.stmts)
             if full and live:
                 refined = self._refine(live)
@@ -659,7 +682,7 @@ class Scheduler:
         out = self._append(_scalar_row(self.problem, order, "fusion"), live)
         return out, list(out)
 
-    def _explain_failure(self, live, loop_index):
+    def _explain_failure(self, live: list, loop_index: int) -> NoReturn:
         """No row, no cut: say why (user constraints, bounds)."""
         dim = self.config.dimension(loop_index)
         user = tuple(self.config.constraints) + tuple(dim.constraints)
