@@ -1,4 +1,4 @@
-"""The paper's closed-form token curves against exact simulation (DESIGN 5.1).
+"""The paper's closed-form token curves against exact simulation (docs/fifo.md, token curves).
 
 For a producer -> consumer pair whose consumer starts ``delay`` cycles after the producer, compares
 StreamTensor's closed forms (``paper_max_tokens``) with the no-stall depth measured by the token

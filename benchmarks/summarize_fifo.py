@@ -34,25 +34,30 @@ def table(records):
             if r["formulation"] == "occupancy" and r.get("checks_ok")}
     groups = collections.defaultdict(list)
     for r in records:
-        key = (r["n_kernels"] if r["instance"].startswith("rand") else 0, r["formulation"], r.get("solver") or "default")
+        key = (r["n_kernels"] if r["instance"].startswith("rand") else 0, r["formulation"],
+               r.get("solver") or "default")
         groups[key].append(r)
+
+    def ratios(ok, metric, shift=0):
+        out = []
+        for r in ok:
+            b = base.get((r["instance"], r["seed"]))
+            if b and r["metrics"].get(metric) is not None:
+                ref = b["total_depth"] if metric == "lp_total_depth" else b[metric]
+                out.append((r["metrics"][metric] + shift) / (ref + shift))
+        return out
+
     lines = ["| graphs | formulation | solver | runs | proven safe | depth / occupancy | lp only / occupancy | "
              "BRAM18 / occupancy | worst depth ratio | median time (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for (n, form, solver), runs in sorted(groups.items()):
         ok = [r for r in runs if r.get("checks_ok") and r.get("metrics")]
-        def ratios(metric, shift=0):
-            out = []
-            for r in ok:
-                b = base.get((r["instance"], r["seed"]))
-                if b and r["metrics"].get(metric) is not None:
-                    ref = b["total_depth"] if metric == "lp_total_depth" else b[metric]
-                    out.append((r["metrics"][metric] + shift) / (ref + shift))
-            return out
-        depth = ratios("total_depth")
+        depth = ratios(ok, "total_depth")
         times = sorted(r.get("time_total_s") or r.get("wall_time_s") or 0 for r in runs)
-        lines.append(f"| {'shipped (fig8a, fig8f, transformer)' if n == 0 else f'random, {n:,} kernels'} | {form} | {solver} | "
-                     f"{len(runs)} | {len(ok)} | {fmt(gm(depth))} | {fmt(gm(ratios('lp_total_depth')))} | "
-                     f"{fmt(gm(ratios('bram18', 1)))} | {fmt(max(depth, default=None))} | {fmt(times[len(times) // 2], 2)} |")
+        graphs = "shipped (fig8a, fig8f, transformer)" if n == 0 else f"random, {n:,} kernels"
+        lines.append(f"| {graphs} | {form} | {solver} | "
+                     f"{len(runs)} | {len(ok)} | {fmt(gm(depth))} | {fmt(gm(ratios(ok, 'lp_total_depth')))} | "
+                     f"{fmt(gm(ratios(ok, 'bram18', 1)))} | {fmt(max(depth, default=None))} | "
+                     f"{fmt(times[len(times) // 2], 2)} |")
     return "\n".join(lines)
 
 

@@ -1,38 +1,35 @@
 """The ``dfopt`` command: parse arguments, call the library, format, map errors to exit codes.
 
-Exit codes (DESIGN 8): 0 solved, 2 bad input or usage, 3 infeasible, 4 no solution within the
-limit, 5 solver unavailable, 1 internal error.
+Exit codes (docs/design.md, errors and exit codes): 0 solved, 2 bad input or usage, 3 infeasible
+or a failed check, 4 no solution within the limit, 5 solver unavailable, 1 internal error.
+
+``dfopt solve`` and ``dfopt check`` take the options of the instance's problem as flags, made
+from the fields of the problem's Options (:mod:`dfopt.models.options`): ``dfopt solve INSTANCE
+--help`` lists them with their values and defaults.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from dfopt import __version__
 from dfopt.errors import DfoptError, InstanceError, NoSolutionError
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+if TYPE_CHECKING:
+    from dfopt.models.base import Problem
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # usage errors exit 2 with one clear line, like bad input
+    def error(self, message: str) -> NoReturn:  # usage errors exit 2 with one clear line, like bad input
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"dfopt: error: {message}\n")
-
-
-def _option_fields() -> dict:
-    """Every model option field (name -> dataclass field), for the solve flags."""
-    from dfopt.models import MODEL_NAMES, get_model
-
-    fields = {}
-    for problem in MODEL_NAMES:
-        for f in dataclasses.fields(get_model(problem).Options):
-            fields.setdefault(f.name, f)
-    return fields
 
 
 def _json_arg(text: str):
@@ -42,49 +39,96 @@ def _json_arg(text: str):
         raise argparse.ArgumentTypeError(f"expected JSON, got {text!r} ({err.msg})") from None
 
 
-def _add_option_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--formulation", help="formulation name (default: the model's)")
-    p.add_argument("--solver", help="solver backend name (default: the formulation's)")
-    p.add_argument("--time-limit", type=float, dest="time_limit", help="seconds (default 60)")
-    p.add_argument("--seed", type=int, help="random seed (default 0)")
-    common = {"formulation", "solver", "time_limit", "seed"}
-    for name, f in _option_fields().items():
-        if name in common:
+def _number(kind):
+    def parse(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def add_option_flags(p: argparse.ArgumentParser, problem: Problem) -> list[str]:
+    """One flag per field of ``problem``'s Options (with its help, choices and default); returns
+    the field names."""
+    from dfopt.models.options import fields_of
+
+    group = p.add_argument_group(f"{problem.name} options ({problem.title}; also options.{problem.name} "
+                                 "of the instance)")
+    names = []
+    for f in fields_of(problem.options):
+        if not f.flag:
             continue
-        flag = "--" + name.replace("_", "-")
-        kind = f.type.replace(" | None", "") if isinstance(f.type, str) else f.type
-        if kind in ("bool", bool):
-            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None)
-        elif kind in ("dict", "tuple", dict, tuple):
-            p.add_argument(flag, dest=name, type=_json_arg, default=None, help=f"model option {name} (JSON)")
+        names.append(f.name)
+        choices = f.choices or (problem.formulation_names() if f.name == "formulation" else None)
+        default = problem.default if f.name == "formulation" else f.default_text()
+        text = f"{f.help} (default: {default})" if f.help else f"default: {default}"
+        if f.base == "bool":
+            group.add_argument(f.flag_name, dest=f.name, action=argparse.BooleanOptionalAction, default=None,
+                               help=text)
+        elif f.base == "json":
+            group.add_argument(f.flag_name, dest=f.name, type=_json_arg, default=None, metavar=f.metavar or "JSON",
+                               help=text + " (JSON)")
         else:
-            conv = {"int": int, "float": float}.get(str(kind), str)
-            p.add_argument(flag, dest=name, type=conv, default=None, help=f"model option {name}")
+            conv = {"int": _number(int), "float": _number(float)}.get(f.base, str)
+            metavar = f.metavar or {"int": "N", "float": "X"}.get(f.base, "TEXT")
+            group.add_argument(f.flag_name, dest=f.name, type=conv, default=None, choices=choices,
+                               metavar=None if choices else metavar, help=text)
+    return names
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _peek_problem(argv: list, command: str):
+    """The problem record of the instance named in ``argv`` (for its flags), or None."""
+    from dfopt.models.registry import REGISTRY, get_problem
+
+    try:
+        i = argv.index(command)
+    except ValueError:
+        return None
+    for arg in argv[i + 1:]:
+        if arg.startswith("-"):
+            continue
+        try:
+            with open(arg, encoding="utf-8") as fh:
+                name = json.load(fh).get("problem")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return get_problem(name) if name in REGISTRY else None
+    return None
+
+
+def build_parser(problems: dict | None = None) -> argparse.ArgumentParser:
+    """The parser; ``problems`` maps a command (``solve``, ``check``) to the problem whose flags it takes."""
+    from dfopt.models.registry import names
+
+    problems = problems or {}
     parser = _Parser(prog="dfopt", description="Solver models for dataflow-accelerator compilers.")
     parser.add_argument("--version", action="version", version=f"dfopt {__version__}")
     parser.add_argument("--debug", action="store_true", help="log progress and show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    later = (f"the problem's options ({', '.join(names())}) come with the instance: "
+             "run 'dfopt solve INSTANCE --help' to list them")
 
-    p = sub.add_parser("solve", help="solve an instance, check it, write the solution")
+    p = sub.add_parser("solve", help="solve an instance, check it, write the solution",
+                       epilog=None if problems.get("solve") else later)
     p.add_argument("instance")
-    p.add_argument("-o", "--output", help="solution file (written atomically)")
+    p.add_argument("-o", "--output", help="solution file (written atomically, only when every check passes)")
     p.add_argument("--json", action="store_true", help="print the solution JSON instead of a summary")
-    p.add_argument("--plot", metavar="PNG", help="draw the solution: token curves and a Gantt chart (fifo), slots and crossing streams (placement)")
-    p.add_argument("--plot-streams", metavar="S1,S2", help="streams to draw (default: the deepest)")
-    p.add_argument("--emit-dir", metavar="DIR", help="pipeline: write the HLS C++ project, its data and a "
-                                                     "Makefile whose 'make -C DIR csim' checks it against NumPy; "
-                                                     "mapping: write the MLIR-AIE design as DIR/<name>.mlir and "
-                                                     "DIR/<name>.generic.mlir")
-    _add_option_flags(p)
+    p.add_argument("--keep-failed", action="store_true",
+                   help="write the solution even when a check fails (marked \"rejected\"); the exit code stays 3")
+    p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
+    p.add_argument("--plot", metavar="PNG", help="draw the solution (problems with a drawing: fifo, placement)")
+    p.add_argument("--plot-streams", metavar="S1,S2", help="fifo: streams to draw (default: the deepest)")
+    p.add_argument("--emit-dir", metavar="DIR", help="write the design's code (pipeline: HLS C++; mapping: MLIR-AIE)")
+    p.set_defaults(option_names=add_option_flags(p, problems["solve"]) if problems.get("solve") else [])
 
-    p = sub.add_parser("check", help="re-run every checker on a solution file")
+    p = sub.add_parser("check", help="re-run every checker on a solution file, with the instance's options "
+                                     "and those given here", epilog=None if problems.get("check") else later)
     p.add_argument("instance")
     p.add_argument("solution")
-    p.add_argument("--simulate", choices=("auto", "always", "never"), default="auto",
-                   help="fifo: run the bounded simulation (auto: small graphs, or when no witness proves the depths)")
+    p.set_defaults(option_names=add_option_flags(p, problems["check"]) if problems.get("check") else [])
 
     p = sub.add_parser("validate", help="load an instance and report every problem in it")
     p.add_argument("instance")
@@ -98,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schema", help="print a JSON Schema (instance or solution)")
     p.add_argument("kind", nargs="?", default="instance")
 
-    p = sub.add_parser("plot", help="draw a fifo solution (token curves, Gantt chart) or a placement (slots, crossing streams)")
+    p = sub.add_parser("plot", help="draw a fifo solution (token curves, Gantt chart) or a placement (slots, "
+                                    "crossing streams)")
     p.add_argument("instance")
     p.add_argument("solution")
     p.add_argument("-o", "--output", required=True, metavar="PNG")
@@ -110,75 +155,121 @@ def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def cmd_solve(args) -> int:
-    from dfopt.api import solve_instance
+def _flag_options(args) -> dict:
+    return {n: getattr(args, n) for n in getattr(args, "option_names", []) if getattr(args, n, None) is not None}
+
+
+def _hooks(problem, args) -> None:
+    """``--emit-dir`` and ``--plot`` need the problem's hooks; the error names the flag."""
+    if args.emit_dir and problem.emit is None:
+        raise InstanceError(f"writes the code of a {_having('emit')} design; {args.instance} is a "
+                            f"{problem.name!r} instance", pointer="--emit-dir")
+    if args.plot and problem.plot is None:
+        raise InstanceError(f"draws {_having('plot')} solutions; {args.instance} is a {problem.name!r} instance",
+                            pointer="--plot")
+
+
+def _having(hook: str) -> str:
+    """The problems with a hook, as text: ``fifo or placement``."""
+    names = [n for n in _registry_names() if getattr(_problem(n), hook) is not None]
+    return " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _registry_names():
+    from dfopt.models.registry import names
+
+    return names()
+
+
+def _problem(name):
+    from dfopt.models.registry import get_problem
+
+    return get_problem(name)
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
     from dfopt.instance import load
     from dfopt.io import write_json_atomic
+    from dfopt.models import driver
+    from dfopt.progress import make_reporter, phase, reporting
     from dfopt.summary import solution_summary
 
-    instance = load(args.instance)
-    if args.emit_dir and instance.problem not in ("pipeline", "mapping"):
-        raise InstanceError(f"--emit-dir writes the code of a pipeline design or a mapping; {args.instance} is a "
-                            f"{instance.problem!r} instance")
-    overrides = {name: getattr(args, name) for name in _option_fields() if getattr(args, name, None) is not None}
-    solution = solve_instance(instance, **overrides)
-    mlir = None
-    if args.emit_dir and solution.ok and instance.problem == "pipeline":
-        from dfopt.pipeline import emit
-
-        emit(instance, solution, args.emit_dir)
-    elif args.emit_dir and solution.ok:
-        from dfopt.codegen.aie.emit import write_mlir
-        from dfopt.codegen.aie.mapping import design_from_mapping
-
-        mlir = write_mlir(design_from_mapping(instance, solution), args.emit_dir, name=instance.name)
-    if args.output:
+    with reporting(make_reporter(sys.stderr, quiet=args.quiet or args.json)):
+        with phase(f"loading {args.instance}"):
+            instance = load(args.instance)
+        problem = _problem(instance.problem)
+        _hooks(problem, args)
+        options = driver.make_options(instance, _flag_options(args), origin="flag")
+        solution = driver.solve(instance, options)
+    written = None
+    if solution.ok and args.emit_dir:
+        written = problem.emit(instance, solution, args.emit_dir)
+    if args.output and (solution.ok or args.keep_failed):
+        solution.rejected = not solution.ok
         write_json_atomic(args.output, solution.to_dict())
-    if args.plot:
-        _plot(instance, solution, args.plot, _split(args.plot_streams))
-    _out(json.dumps(solution.to_dict(), indent=1) if args.json else solution_summary(instance, solution, args.output))
-    if mlir and not args.json:
-        _out(f"  MLIR-AIE written to {mlir['custom']} and {mlir['generic']}")
-    elif args.emit_dir and solution.ok and not args.json:
-        _out(f"  HLS C++ written to {args.emit_dir}; run: make -C {args.emit_dir} csim")
+    if args.plot and solution.ok:
+        problem.plot(instance, solution, args.plot, streams=_split(args.plot_streams))
+    shown = args.output if args.output and (solution.ok or args.keep_failed) else None
+    _out(json.dumps(solution.to_dict(), indent=1) if args.json else solution_summary(instance, solution, shown))
+    if not args.json and written is not None:
+        _out(_emit_line(problem.name, args.emit_dir, written))
     if not solution.ok:
-        return EXIT_INTERNAL
+        failed = ", ".join(c.name for c in solution.failed_checks)
+        kept = f"; written to {args.output} marked rejected" if args.output and args.keep_failed else \
+            ("; no solution file written (--keep-failed writes it)" if args.output else "")
+        sys.stderr.write(f"dfopt: the answer failed its checks ({failed}){kept}\n")
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _emit_line(problem: str, out_dir: str, written) -> str:
+    if problem == "mapping":
+        return f"  MLIR-AIE written to {written['custom']} and {written['generic']}"
+    return f"  HLS C++ written to {out_dir}; run: make -C {out_dir} csim"
 
 
 def _split(text):
     return [s.strip() for s in text.split(",") if s.strip()] if text else None
 
 
-def cmd_check(args) -> int:
-    from dfopt.api import check_solution
+def cmd_check(args: argparse.Namespace) -> int:
     from dfopt.instance import load, load_solution
+    from dfopt.models import driver
 
     instance = load(args.instance)
-    solution = load_solution(args.solution)
+    try:
+        solution = load_solution(args.solution)
+    except InstanceError as err:
+        err.source = args.solution
+        raise
     if solution.problem != instance.problem or solution.instance != instance.name:
         raise InstanceError(f"the solution is for {solution.problem} instance {solution.instance!r}, "
-                            f"not {instance.problem} instance {instance.name!r}", pointer="/instance")
-    kwargs = {"simulate_mode": args.simulate} if solution.problem == "fifo" else {}
-    results = check_solution(instance, solution, **kwargs)
+                            f"not {instance.problem} instance {instance.name!r}", pointer="/instance",
+                            source=args.solution)
+    options = driver.make_options(instance, _flag_options(args), origin="flag")
+    results = driver.check(instance, solution, options)
     for c in results:
         _out(f"{'ok  ' if c.ok else 'FAIL'} {c.name}")
         for d in c.details[:20]:
             _out(f"     {d}")
-    return EXIT_OK if all(c.ok for c in results) else 3
+    return EXIT_OK if all(c.ok for c in results) else EXIT_FAILED
 
 
-def cmd_validate(args) -> int:
+def cmd_validate(args: argparse.Namespace) -> int:
     from dfopt.instance import load
+    from dfopt.instance.budget import check_budget
+    from dfopt.models import driver
 
     inst = load(args.instance)
+    options = driver.make_options(inst)
+    check_budget(inst, options.max_memory, options=options)     # what the solve would allocate
     g = inst.graph
     size = f", {len(g.kernels)} kernels, {len(g.streams)} streams" if g is not None else ""
     _out(f"{args.instance}: valid {inst.problem} instance {inst.name!r}{size}")
     return EXIT_OK
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     import os
 
     from dfopt.bench import main_bench
@@ -190,28 +281,21 @@ def cmd_bench(args) -> int:
     return EXIT_OK
 
 
-def cmd_schema(args) -> int:
+def cmd_schema(args: argparse.Namespace) -> int:
     from dfopt.schema import get_schema
 
     _out(json.dumps(get_schema(args.kind), indent=1))
     return EXIT_OK
 
 
-def _plot(instance, solution, path, streams=None) -> None:
-    from dfopt.plot import plot_fifo, plot_placement
-
-    if solution.problem == "placement":
-        plot_placement(instance, solution, path)
-    elif solution.problem == "fifo":
-        plot_fifo(instance, solution, path, streams=streams)
-    else:
-        raise InstanceError(f"no plot for problem {solution.problem!r} (plots exist for fifo and placement)")
-
-
-def cmd_plot(args) -> int:
+def cmd_plot(args: argparse.Namespace) -> int:
     from dfopt.instance import load, load_solution
 
-    _plot(load(args.instance), load_solution(args.solution), args.output, _split(args.streams))
+    instance, solution = load(args.instance), load_solution(args.solution)
+    problem = _problem(solution.problem)
+    if problem.plot is None:
+        raise InstanceError(f"no drawing for problem {solution.problem!r} (drawings exist for {_having('plot')})")
+    problem.plot(instance, solution, args.output, streams=_split(args.streams))
     _out(f"wrote {args.output}")
     return EXIT_OK
 
@@ -220,9 +304,28 @@ COMMANDS = {"solve": cmd_solve, "check": cmd_check, "validate": cmd_validate, "b
             "schema": cmd_schema, "plot": cmd_plot}
 
 
-def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _bad_input(err: InstanceError, args) -> None:
+    flags = all(p.pointer.startswith("--") for p in err.problems)
+    source = getattr(err, "source", None) or getattr(args, "instance", None)
+    if flags:
+        sys.stderr.write("dfopt: bad command-line option:\n")
+    else:
+        sys.stderr.write(f"dfopt: bad input{f' in {source}' if source else ''}:\n")
+    sys.stderr.write("".join(f"  {p}\n" for p in err.problems))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    problems = {}
+    for command in ("solve", "check"):
+        if command in argv:
+            problem = _peek_problem(argv, command)
+            if problem is not None:
+                problems[command] = problem
+    try:
+        args = build_parser(problems).parse_args(argv)
+    except SystemExit as done:            # --help, --version, or a usage error (already printed)
+        return int(done.code or 0)
     logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -231,9 +334,7 @@ def main(argv=None) -> int:
         sys.stderr.write(f"dfopt: no solution: {err}\n")
         return err.exit_code
     except InstanceError as err:
-        where = getattr(args, "instance", None)
-        sys.stderr.write(f"dfopt: bad input{f' in {where}' if where else ''}:\n")
-        sys.stderr.write("".join(f"  {p}\n" for p in err.problems))
+        _bad_input(err, args)
         return err.exit_code
     except DfoptError as err:
         kind = type(err).__name__.replace("Error", "").lower() or "error"

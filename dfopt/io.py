@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from typing import Any, TypeAlias
+
+StrPath: TypeAlias = "str | os.PathLike[str]"
 
 
-def write_text_atomic(path, text: str) -> None:
+def write_text_atomic(path: StrPath, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one."""
     write_bytes_atomic(path, text.encode("utf-8"))
 
@@ -24,7 +27,7 @@ def _umask() -> int:
     return mask
 
 
-def write_bytes_atomic(path, data: bytes) -> None:
+def write_bytes_atomic(path: StrPath, data: bytes) -> None:
     """Bytes version of :func:`write_text_atomic`; the file gets the usual 0666 & ~umask mode."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -43,5 +46,5 @@ def write_bytes_atomic(path, data: bytes) -> None:
         raise
 
 
-def write_json_atomic(path, data, indent: int | None = 1) -> None:
+def write_json_atomic(path: StrPath, data: Any, indent: int | None = 1) -> None:
     write_text_atomic(path, json.dumps(data, indent=indent, sort_keys=False) + "\n")

@@ -1,15 +1,24 @@
-"""PNG drawings of a FIFO solution: token curves and occupancy of chosen streams, and a Gantt
-chart of kernel activity, from one simulation with the solution's depths (matplotlib, optional).
+"""PNG drawings of solutions (matplotlib, drawn off screen): for FIFO sizing the token curves of
+chosen streams and a Gantt chart of kernel activity, from one simulation with the solution's
+depths; for placement the slots with their utilisation and the streams between them. The
+problems' ``plot`` hooks call these.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dfopt.errors import InstanceError, SolverUnavailableError
+from dfopt.errors import SolverUnavailableError, unknown_name_error
 from dfopt.io import write_bytes_atomic
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.io import StrPath
+    from dfopt.solution import Solution
 
 
 def _pyplot():
@@ -18,24 +27,23 @@ def _pyplot():
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise SolverUnavailableError("matplotlib", (), kind="plotting library (pip install 'dfopt[plot]')") from err
+    except ImportError as err:   # a dependency of dfopt; only a broken install lacks it
+        raise SolverUnavailableError("matplotlib", (), kind="plotting library (pip install matplotlib)") from err
     return plt
 
 
-def plot_fifo(instance, solution, path, streams=None, max_kernels: int = 60) -> None:
+def plot_fifo(instance: Instance, solution: Solution, path: StrPath, streams: Sequence[str] | None = None,
+              max_kernels: int = 60) -> None:
     """Draw token curves of ``streams`` (default: the three deepest) and a Gantt chart to ``path``."""
     from dfopt.sim import simulate
 
-    sec = solution.sections.get("fifo")
-    if sec is None:
-        raise InstanceError("the solution has no fifo section to draw", pointer="/fifo")
     graph = instance.graph
-    depths = sec["depths"]
+    assert graph is not None  # a fifo instance has a graph
+    depths = dict(solution.decision.depths)
     streams = streams or [n for n, _ in sorted(depths.items(), key=lambda kv: -kv[1])[:3]]
     for s in streams:
         if s not in graph.streams:
-            raise InstanceError(f"unknown stream {s!r} to plot", pointer="/graph/streams")
+            raise unknown_name_error("stream to draw", s, graph.streams)
     res = simulate(graph, depths, record=True)
     plt = _pyplot()
     fig, (ax_tok, ax_gantt) = plt.subplots(2, 1, figsize=(10, 8), gridspec_kw={"height_ratios": [1, 1.2]})
@@ -69,18 +77,17 @@ def _save(plt, fig, path) -> None:
     write_bytes_atomic(path, buf.getvalue())
 
 
-def plot_placement(instance, solution, path) -> None:
+def plot_placement(instance: Instance, solution: Solution, path: StrPath) -> None:
     """Draw the slots as boxes at their grid positions with one utilisation bar per resource
     (the dashed line is ``max_utilization``), and the streams between slots as lines whose
     thickness grows with their summed width in bits."""
-    sec = solution.sections.get("placement")
-    if sec is None:
-        raise InstanceError("the solution has no placement section to draw", pointer="/placement")
-    platform = instance.platform
+    sec, slot_of = solution.sections["placement"], solution.decision.slot
+    platform, graph = instance.platform, instance.graph
+    assert platform is not None and graph is not None  # a placement instance has both
     pos = {s.name: (s.x, s.y) for s in platform.slots}
-    traffic = {}
-    for st in instance.graph.streams.values():
-        a, b = sec["slot"].get(st.src), sec["slot"].get(st.dst)
+    traffic: dict[tuple, float] = {}
+    for st in graph.streams.values():
+        a, b = slot_of.get(st.src), slot_of.get(st.dst)
         if a and b and a != b:
             key = tuple(sorted((a, b)))
             traffic[key] = traffic.get(key, 0) + st.width

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:
     from dfopt.ir.opgraph import Op, OpGraph
@@ -47,7 +49,7 @@ TOLERANCES = {"f64": (1e-9, 1e-9), "f32": (1e-4, 1e-4), "f16": (2e-2, 2e-2), "bf
               "i32": (0, 0), "i16": (0, 0), "i8": (0, 0)}
 
 
-def to_bf16(values) -> np.ndarray:
+def to_bf16(values: npt.ArrayLike) -> np.ndarray:
     """``values`` rounded to bf16 (nearest, ties to even), as ``float32``; NaN stays NaN.
 
     >>> to_bf16(np.array([1.0, 1.00390625, 1.01171875, 3.4e38], dtype=np.float32)).tolist()
@@ -133,7 +135,7 @@ def _rmsnorm(op: Op, x, gamma):
     return x / np.sqrt(ms + x.dtype.type(op.attrs["eps"])) * gamma
 
 
-_KERNELS = {
+_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "matmul": _matmul,
     "add": lambda op, x, y: x + y,
     "mul": lambda op, x, y: x * y,
@@ -172,6 +174,7 @@ def random_inputs(graph: OpGraph, seed: int = 0) -> dict[str, np.ndarray]:
     for name in graph.inputs:
         spec = graph.tensors[name]
         rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+        values: np.ndarray
         if np.issubdtype(STORAGE[spec.dtype], np.integer):
             values = rng.integers(-3, 4, size=spec.shape)
         else:
@@ -197,7 +200,7 @@ def _role_scale(graph: OpGraph, name: str) -> tuple[float, float]:
     return 0.0, 0.5
 
 
-def compare(expected, actual, dtype: str) -> tuple[bool, float, float]:
+def compare(expected: npt.ArrayLike, actual: npt.ArrayLike, dtype: str) -> tuple[bool, float, float]:
     """``(ok, max_abs_err, max_rel_err)`` of ``actual`` against the reference ``expected``.
 
     ``ok``: equal shapes and every element within ``atol + rtol * |expected|``

@@ -62,7 +62,7 @@ class SolveResult:
         return relative_gap(self.objective, self.bound)
 
 
-def relative_gap(objective, bound) -> float | None:
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
     if objective is None or bound is None:
         return None
     if not (math.isfinite(objective) and math.isfinite(bound)):

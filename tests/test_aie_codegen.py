@@ -10,7 +10,6 @@ joined back through the mem tile to the shim; each core calls a kernel 8 times) 
 from __future__ import annotations
 
 import dataclasses
-import doctest
 import re
 
 import pytest
@@ -277,11 +276,6 @@ def test_npu2_device():
     assert problems(d) == []
     assert "aie.device(npu2) {" in emit_mlir(d)
     assert '"aie.device"() <{device = 8 : i32}>' in emit_generic_mlir(d)
-
-
-def test_doctests():
-    for module in (design_mod, emit_mod):
-        assert doctest.testmod(module).failed == 0
 
 
 # -- 3. the generic form through xDSL -------------------------------------------------------------

@@ -8,7 +8,6 @@ the CLI writes both MLIR files; a mapping that no design can express raises Code
 from __future__ import annotations
 
 import copy
-import doctest
 import functools
 import math
 import subprocess
@@ -16,17 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_aie_codegen import parse_generic, summarize_design, summarize_generic
 
 from dfopt.api import solve_instance
 from dfopt.codegen.aie import DmaTransfer, DmaWait, emit_generic_mlir, problems
-from dfopt.codegen.aie import mapping as mapping_pkg
 from dfopt.codegen.aie.design import dma_channels
-from dfopt.codegen.aie.mapping import assemble as mapping_assemble
 from dfopt.codegen.aie.mapping import design_from_mapping
 from dfopt.codegen.aie.mapping import flows as mapping_flows
 from dfopt.codegen.aie.mapping import host as mapping_host
-from dfopt.codegen.aie.mapping import recount as mapping_recount
 from dfopt.errors import CodegenError
 from dfopt.instance import load
 from dfopt.models.mapping import section
@@ -34,12 +29,13 @@ from dfopt.models.mapping.data import mapping_data
 from dfopt.models.mapping.evaluate import evaluate
 from dfopt.models.mapping.route import route
 from dfopt.solution import Solution
+from test_aie_codegen import parse_generic, summarize_design, summarize_generic
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = sorted(p.stem for p in (ROOT / "instances" / "mapping").glob("*.json"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def solved(name: str):
     """(instance, solution, design) of a shipped mapping instance, solved once per module."""
     instance = load(ROOT / "instances" / "mapping" / f"{name}.json")
@@ -225,7 +221,7 @@ def test_not_a_mapping_solution_raises():
         design_from_mapping(instance, Solution(instance=instance.name, problem="mapping", status="error"))
 
 
-# -- helpers and doctests ---------------------------------------------------------------------------
+# -- helpers -------------------------------------------------------------------------------------
 
 def test_access_patterns():
     pattern = mapping_host._pattern
@@ -240,11 +236,7 @@ def test_depth_bound_avoids_deadlock():
     assert mapping_flows._depth_bound(fifo) == 4 == 2 + 3 - math.gcd(2, 3)
 
 
-def test_doctests():
-    for module in (mapping_pkg, mapping_recount, mapping_flows, mapping_assemble, mapping_host):
-        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
-
-
+@pytest.mark.slow
 def test_the_exact_models_answer_has_a_design_too():
     """The exact model may pair instances the search would not (a task's bundle with another
     block's instances); the equal-bundle-size rule keeps its answers expressible as one core loop."""

@@ -12,8 +12,8 @@ from dfopt.api import solve_instance
 from dfopt.instance import load
 from dfopt.ir.converter import converter_buffer
 from dfopt.ir.itensor import ITensorType, loop_nest_type
-from dfopt.models.converter import checks
 from dfopt.sim.converter import simulate_converter
+from tamper import failed, tampered
 
 FIG5_SRC = ITensorType("f32", (8, 8), (4, 2), (4, 2), (2, 4), (1, 0))
 FIG5_DST = ITensorType("f32", (8, 8), (4, 2), (4, 2, 2), (2, 1, 4), (2, 0))
@@ -99,19 +99,18 @@ def test_algorithm1_buffer_delivers_and_is_minimal(pair):
 def test_checker_rejects_a_wrong_buffer():
     inst = load("instances/converter/fig5.json")
     sol = solve_instance(inst)
-    entry = sol.sections["converter"]["converters"]["e"]
-    entry["shape"] = [4, 2]
-    failed = {c.name for c in checks(inst, sol) if not c.ok}
-    assert failed == {"converter-delivery", "converter-bytes"}
-    entry["shape"], entry["bytes"] = [8, 4], 256
-    sol.objective = 256
-    failed = {c.name for c in checks(inst, sol) if not c.ok}
-    assert failed == {"converter-minimal"}
+    small = tampered(sol, lambda d: d["converter"]["converters"]["e"].update(shape=[4, 2]))
+    assert set(failed(inst, small)) == {"converter-delivery", "converter-bytes"}
+
+    def larger(d):
+        d["converter"]["converters"]["e"].update(shape=[8, 4], bytes=256)
+        d["converter"]["total_bytes"] = 256
+        d.update(objective=256, bound=256)
+    assert set(failed(inst, tampered(sol, larger))) == {"converter-minimal"}
 
 
 def test_checker_requires_a_converter_where_types_differ():
     inst = load("instances/converter/fig5.json")
     sol = solve_instance(inst)
-    sol.sections["converter"]["converters"] = {}
-    bad = [c for c in checks(inst, sol) if not c.ok]
-    assert bad and "no converter" in bad[0].details[0]
+    bad = failed(inst, tampered(sol, lambda d: d["converter"].update(converters={})))
+    assert "no converter" in bad["converter-bytes"][0]

@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dfopt.ir import DataflowGraph, Kernel, Stream
-from dfopt.models.fifo.curves import (exact_max_tokens, exact_max_tokens_array, paper_max_tokens,
-                                      paper_max_tokens_array)
+from dfopt.models.fifo.curves import exact_max_tokens, exact_max_tokens_array, paper_max_tokens, paper_max_tokens_array
 from dfopt.sim import simulate
 
 

@@ -11,8 +11,20 @@ from hypothesis import strategies as st
 
 from dfopt.dato import examples
 from dfopt.dato.checks import check, check_or_raise, simulate
-from dfopt.dato.frontend import (R, DatoError, Program, S, Stream, StreamArray, Tensor, allreduce, compute,
-                                 instance, matmul, reduce_sum)
+from dfopt.dato.frontend import (
+    DatoError,
+    Program,
+    R,
+    S,
+    Stream,
+    StreamArray,
+    Tensor,
+    allreduce,
+    compute,
+    instance,
+    matmul,
+    reduce_sum,
+)
 from dfopt.dato.graph import can_bundle, can_chain, mapping_graph, to_dataflow_graph, to_dict
 from dfopt.errors import InstanceError
 from dfopt.instance.convert import graph_from_dict, graph_to_dict

@@ -227,6 +227,7 @@ def _run(built, name: str) -> subprocess.CompletedProcess:
 
 # -- 2. designs match NumPy -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_make_csim_passes(built):
     path, _, make = built["ffn"]
     assert make.returncode == 0, make.stdout[-2000:] + make.stderr[-3000:]
@@ -234,6 +235,7 @@ def test_make_csim_passes(built):
     assert (path / "data" / "y.out.bin").stat().st_size == 32 * 16 * 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ffn", "attention", "layernorm", "rmsnorm_f64", "mha_full_size", "ffn_groups"])
 def test_design_matches_numpy(built, name):
     run = _run(built, name)
@@ -241,6 +243,7 @@ def test_design_matches_numpy(built, name):
     assert "PASS" in run.stdout and "outside tolerance" in run.stdout
 
 
+@pytest.mark.slow
 def test_converters_and_layout(built):
     path, summary, _ = built["attention"]
     assert summary["converters"], "the heads transposes feed the score matmul through converters"
@@ -254,6 +257,7 @@ def test_converters_and_layout(built):
     assert "#pragma HLS interface m_axi port=wq" in top
 
 
+@pytest.mark.slow
 def test_groups_one_dataflow_function_each_cut_streams_through_dram(built):
     path, summary, _ = built["ffn_groups"]
     dg = tile_graph(ffn_graph(), default_tile_size=8, overall_unroll_size=64)
@@ -301,6 +305,7 @@ def test_groups_in_a_bad_order_are_refused(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_mismatch_is_reported(built, tmp_path):
     path, _, _ = built["ffn"]
     copy = tmp_path / "ffn"
@@ -316,12 +321,14 @@ def test_mismatch_is_reported(built, tmp_path):
 
 # -- 3. depths ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_depth_2_deadlocks_the_fork_join(built):
     run = _run(built, "fork_join_depth2")
     assert run.returncode == EXIT_DEADLOCK, run.stdout + run.stderr
     assert "DEADLOCK" in run.stderr
 
 
+@pytest.mark.slow
 def test_generous_depths_pass_the_fork_join(built):
     _, summary, _ = built["fork_join_generous"]
     assert summary["streams"]["r__join"] == 16  # every token of r

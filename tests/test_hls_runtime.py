@@ -28,8 +28,9 @@ from dfopt.codegen.hls import (
 )
 
 CXX = shutil.which("g++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not found: the HLS runtime tests "
-                                                    "compile C++ with g++")
+pytestmark = [pytest.mark.skipif(CXX is None, reason="g++ not found: the HLS runtime tests "
+                                                     "compile C++ with g++"),
+              pytest.mark.slow]  # the module's binaries take seconds of g++
 
 SRC = Path(__file__).parent / "hls_runtime"
 STRICT = (*SIM_CXXFLAGS, "-Wextra", "-Werror")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import doctest
 import json
 import math
 from pathlib import Path
@@ -14,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-import dfopt.ir.opgraph as opgraph_module
 import dfopt.reference as reference_module
 from dfopt.errors import InstanceError
 from dfopt.ir.opgraph import OP_KINDS, SIGNATURES, OpGraph, TensorSpec, operator_issues
@@ -558,10 +556,3 @@ def test_schema_fragment_rejects_what_the_checks_reject():
                  "unknown_top_field", "empty_ops", "missing_perm", "eps_negative", "attr_on_attrless_op"):
         assert list(validator.iter_errors(FAULTS[name][0])), name
     assert not list(validator.iter_errors(ffn()))
-
-
-def test_doctests():
-    for module in (opgraph_module, reference_module):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
-

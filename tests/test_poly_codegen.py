@@ -17,9 +17,19 @@ from pathlib import Path
 import islpy as isl
 import pytest
 
-from dfopt.codegen.poly import (CompileError, CompilerNotFoundError, RunError, compile_c, find_compiler, kernel_c,
-                                loop_dims, parallel_dims, program_c, run)
-from dfopt.codegen.poly import emit
+from dfopt.codegen.poly import (
+    CompileError,
+    CompilerNotFoundError,
+    RunError,
+    compile_c,
+    emit,
+    find_compiler,
+    kernel_c,
+    loop_dims,
+    parallel_dims,
+    program_c,
+    run,
+)
 from dfopt.errors import CodegenError
 from dfopt.instance import load
 from dfopt.ir.program import Program, Statement

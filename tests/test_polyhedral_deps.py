@@ -394,12 +394,5 @@ def test_dependences_match_brute_force(name, brute, values):
     assert sum(len(v) for v in expected.values()) > 0
 
 
-def test_doctests():
-    import doctest
-
-    import dfopt.polyhedral.dependences as module
-    assert doctest.testmod(module).failed == 0
-
-
 def test_brute_force_covers_every_kernel():
     assert sorted(b[0] for b in BRUTE) == sorted(PRIORITY)

@@ -41,7 +41,7 @@ def output(program, schedule, workdir, kernel=None, threads=2) -> bytes:
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "adi" else n for n in NAMES])
 def test_scheduled_code_matches_original(name, variant, workdir):
     inst = load(ROOT / "instances" / "schedule" / f"{name}.json")
     program = inst.program

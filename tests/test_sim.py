@@ -1,7 +1,7 @@
 """dfopt.sim on tiny hand-checked graphs: event times, deadlocks, occupancy, stalls, paths.
 
-Every expected number here was worked out by hand from DESIGN section 4; the random
-comparison against a per-event reference lives in test_sim_property.py.
+Every expected number here was worked out by hand from the token timing model (docs/design.md);
+the random comparison against a per-event reference lives in test_sim_property.py.
 """
 
 from __future__ import annotations

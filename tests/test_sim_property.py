@@ -33,7 +33,7 @@ def nominal_events(graph, kernel):
 
 
 def reference(graph, depths=None, unbounded=False):
-    """Per-event simulation of DESIGN section 4; returns a dict of plain values."""
+    """Per-event simulation of the timing model (docs/design.md); returns a dict of plain values."""
     depths = dict(depths or {})
     depth = {e: (None if unbounded else depths.get(e, s.depth)) for e, s in graph.streams.items()}
     seqs = {k: nominal_events(graph, k) for k in graph.kernels}
@@ -91,8 +91,11 @@ def reference(graph, depths=None, unbounded=False):
 
 
 # -- random graphs ------------------------------------------------------------------------
+_DELAYS = st.integers(0, 6)
+
+
 @st.composite
-def graphs(draw, dag=True, max_kernels=5, max_streams=7, max_tokens=6, delays=st.integers(0, 6)):
+def graphs(draw, dag=True, max_kernels=5, max_streams=7, max_tokens=6, delays=_DELAYS):
     n = draw(st.integers(1, max_kernels))
     g = DataflowGraph()
     for i in range(n):

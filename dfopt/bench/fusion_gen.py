@@ -16,6 +16,9 @@ kernel (so every instance is feasible).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from dfopt.bench.generators import (
@@ -48,7 +51,8 @@ def _types(rng, dtype: str) -> tuple[ITensorType, ITensorType]:
 
 
 def random_fusion_dag(n_kernels: int, seed: int, *, c_max_fraction: float = 0.2, typed: float = 0.3,
-                      kernel_bytes=(1024, 1 << 20), max_fan_in: int = 4, dtype: str = "f32") -> dict:
+                      kernel_bytes: Sequence[int] = (1024, 1 << 20), max_fan_in: int = 4,
+                      dtype: str = "f32") -> dict:
     """A random DAG instance of the ``fusion`` problem (see the module docstring)."""
     if not isinstance(n_kernels, (int, np.integer)) or n_kernels < 1:
         raise InstanceError(f"generator argument n_kernels: expected an integer >= 1, got {n_kernels!r}")
@@ -63,7 +67,7 @@ def random_fusion_dag(n_kernels: int, seed: int, *, c_max_fraction: float = 0.2,
     streams, conv_total = [], 0
     for j, (s, t) in enumerate(zip(src.tolist(), dst.tolist())):
         st, dt = _types(rng, dtype)
-        entry = {"name": f"e{j}", "src": f"k{s}", "dst": f"k{t}"}
+        entry: dict[str, Any] = {"name": f"e{j}", "src": f"k{s}", "dst": f"k{t}"}
         if rng.random() < typed:
             entry.update(src_type=st.to_dict(), dst_type=dt.to_dict())
             conv_total += converter_buffer(st, dt).bytes
@@ -79,5 +83,6 @@ def random_fusion_dag(n_kernels: int, seed: int, *, c_max_fraction: float = 0.2,
     name = f"fusion-n{n_kernels}-s{seed}" + _params_suffix(given, _defaults(random_fusion_dag))
     kernels = [{"name": f"k{i}", "resources": {"bytes": int(b)}} for i, b in enumerate(kbytes.tolist())]
     return {"format": INSTANCE_FORMAT, "name": name, "problem": "fusion",
-            "description": f"random fusion DAG: {n_kernels} kernels, seed {seed}, C_max {c_max_fraction:g} of the total",
+            "description": f"random fusion DAG: {n_kernels} kernels, seed {seed}, "
+                           f"C_max {c_max_fraction:g} of the total",
             "graph": {"kernels": kernels, "streams": streams}, "options": {"fusion": {"c_max": c_max}}}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -30,8 +31,9 @@ _P_STEP = 0.4             # distance back of a local edge ~ geometric(p)
 _TOKEN_DRIFT = 0.08       # std. dev. of the per-kernel step of log2(tokens)
 
 
-def random_fifo_dag(n_kernels: int, seed: int, *, iis=(1, 2, 4), tokens=(32, 256),
-                    max_fan_in: int = 8, delay=(1, 20), width=(8, 512)) -> dict:
+def random_fifo_dag(n_kernels: int, seed: int, *, iis: Sequence[int] = (1, 2, 4),
+                    tokens: Sequence[int] = (32, 256), max_fan_in: int = 8, delay: Sequence[int] = (1, 20),
+                    width: Sequence[int] = (8, 512)) -> dict:
     """A random connected DAG instance of the ``fifo`` problem.
 
     Kernels ``k0 .. k{n-1}`` are in topological order; ``k0`` is the only source and every other
@@ -138,7 +140,8 @@ def _as_tuple(v):
     return tuple(v) if isinstance(v, (list, tuple)) else v
 
 
-GENERATORS = {"fifo_random": random_fifo_dag}  # more are registered at the end of the module
+# more generators are registered at the end of the module
+GENERATORS: dict[str, Callable[..., dict]] = {"fifo_random": random_fifo_dag}
 _ALIASES = {"n": "n_kernels"}
 
 

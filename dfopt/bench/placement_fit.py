@@ -32,10 +32,12 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
+import numpy.typing as npt
 
 from dfopt.errors import InstanceError
 from dfopt.ir.memory import BRAM18_SHAPES, memory_cost
@@ -60,7 +62,8 @@ class Design:
     dma: list = field(default_factory=list)
     same_slot: list = field(default_factory=list)
 
-    def add(self, name: str, op: str, lut, ff, dsp=0, bram=0, uram=0, buffers=()) -> None:
+    def add(self, name: str, op: str, lut: float, ff: float, dsp: float = 0, bram: float = 0, uram: float = 0,
+            buffers: Iterable[tuple[str, int, float]] = ()) -> None:
         """Add a kernel; ``buffers`` are (name, width in bits, share of the kernel's bram)."""
         self.kernels.append({"name": name, "op": op, "base": [lut, ff, dsp, bram, uram],
                              "buffers": list(buffers)})
@@ -81,7 +84,7 @@ class Target:
     resource, the per-slot limit and balance weight written to the options, ``tight`` scaling,
     whether same-slot groups are written, and whether ``bram`` includes the buffers."""
 
-    platform: object = "u280"
+    platform: str | dict = "u280"    # a preset name or an inline platform object
     utilization: float = 0.6
     max_utilization: float = 0.7
     balance_weight: float = 0.0
@@ -90,7 +93,7 @@ class Target:
     buffers_in_bram: bool = False
 
 
-def check_count(arg: str, value, low: int = 1) -> None:
+def check_count(arg: str, value: object, low: int = 1) -> None:
     """Raise :class:`InstanceError` unless ``value`` is an integer >= ``low``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise InstanceError(f"generator argument {arg}: expected an integer >= {low}, got {value!r}")
@@ -128,7 +131,7 @@ def _preset_geometry(name: str) -> Geometry:
     return _geometry(load_preset(name))
 
 
-def platform_geometry(platform) -> Geometry:
+def platform_geometry(platform: str | dict) -> Geometry:
     """The :class:`Geometry` of a preset name (cached) or an inline platform object (integer x, y)."""
     if isinstance(platform, str):
         return _preset_geometry(platform)
@@ -148,7 +151,8 @@ def _geometry(p: Platform) -> Geometry:
         sweep += [j for _, j in (row if i % 2 == 0 else row[::-1])]
     hbm = tuple(j for j in sweep if xy[j, 1] == rows[0])
     index = {s.name: j for j, s in enumerate(p.slots)}
-    row_wires, col_wires = {}, {}
+    row_wires: dict[int, float] = {}
+    col_wires: dict[int, float] = {}
     for link in p.links:
         (xa, ya), (xb, yb) = xy[index[link.a]], xy[index[link.b]]
         if xa == xb and abs(ya - yb) == 1:
@@ -182,7 +186,7 @@ def _units(n: int, pinned: dict, groups: list) -> tuple[list, list]:
     for group in groups:
         for a in group[1:]:
             parent[root(a)] = root(group[0])
-    members = {}
+    members: dict[int, list[int]] = {}
     for i in range(n):
         members.setdefault(root(i), []).append(i)
     units = sorted(members.values())
@@ -262,7 +266,7 @@ def _crossings(geo: Geometry, src: np.ndarray, dst: np.ndarray) -> list:
 
 
 def _wire_loads(cuts: list, widths) -> dict:
-    load = {}
+    load: dict = {}
     for cut, w in zip(cuts, widths):
         for b in cut:
             load[b] = load.get(b, 0) + w
@@ -454,7 +458,7 @@ def _fit_wires(streams: list, geo: Geometry, at: np.ndarray, index: dict) -> lis
         streams[widest]["width"] //= 2
 
 
-def usage_text(res: np.ndarray, caps: np.ndarray) -> str:
+def usage_text(res: npt.ArrayLike, caps: np.ndarray) -> str:
     """``LUT 58%, DSP 60%, ...``: each used resource's total as a share of the platform's."""
     used = np.asarray(res, dtype=float).sum(axis=0) / caps.sum(axis=0)
     return ", ".join(f"{r.upper()} {u:.0%}" for r, u in zip(RESOURCES, used) if u > 0)

@@ -96,8 +96,8 @@ def _given(platform, utilization, max_utilization, balance_weight, buffers_in_br
 
 # == AutoBridge-style designs ====================================================================
 
-def systolic_array(rows: int = 13, cols: int = 4, seed: int = 0, platform="u280", utilization: float = 0.6,
-                   max_utilization: float = 0.7, balance_weight: float = 0.0, simd: int = 4,
+def systolic_array(rows: int = 13, cols: int = 4, seed: int = 0, platform: str | dict = "u280",
+                   utilization: float = 0.6, max_utilization: float = 0.7, balance_weight: float = 0.0, simd: int = 4,
                    buffers_in_bram: int = 0) -> dict:
     """A CNN systolic array of ``rows`` x ``cols`` PEs (AutoBridge's CNN benchmarks, 13x2 .. 13x16).
 
@@ -167,7 +167,7 @@ def _systolic_streams(d: Design, rows: int, cols: int, data: int) -> None:
 STENCIL_POINTS = (5, 9, 13, 19, 27)    # jacobi2d, blur / seidel, 13-point, 19- and 27-point 3-D stencils
 
 
-def stencil_chain(stages: int = 8, seed: int = 0, platform="u280", utilization: float = 0.6,
+def stencil_chain(stages: int = 8, seed: int = 0, platform: str | dict = "u280", utilization: float = 0.6,
                   max_utilization: float = 0.7, balance_weight: float = 0.0, max_lanes: int = 4,
                   same_slot: int = 1, buffers_in_bram: int = 0) -> dict:
     """A SODA-style chain of ``stages`` stencil stages between ``load`` and ``store`` (AutoBridge's
@@ -238,7 +238,7 @@ def _stencil_stage(d: Design, rng, s: int, lanes: int, points: int, prev: str, w
     return join
 
 
-def pagerank(pes: int = 8, seed: int = 0, platform="u280", utilization: float = 0.6,
+def pagerank(pes: int = 8, seed: int = 0, platform: str | dict = "u280", utilization: float = 0.6,
              max_utilization: float = 0.7, balance_weight: float = 0.0, buffers_in_bram: int = 0) -> dict:
     """PageRank-like fan-out / fan-in (AutoBridge's PageRank benchmark) with ``pes`` PEs.
 
@@ -294,7 +294,7 @@ PROFILES = ("logic", "dsp", "memory")
 _PROFILE_P = (0.4, 0.35, 0.25)
 
 
-def random_placement_dag(n_kernels: int = 100, seed: int = 0, platform="u280", utilization: float = 0.6,
+def random_placement_dag(n_kernels: int = 100, seed: int = 0, platform: str | dict = "u280", utilization: float = 0.6,
                          max_utilization: float = 0.7, balance_weight: float = 0.0, tight: int = 0,
                          max_fan_in: int = 4, buffers_in_bram: int = 0) -> dict:
     """A random connected DAG of ``n_kernels`` kernels (the FIFO generator's edge drawing).
@@ -353,7 +353,7 @@ def _random_kernel(d: Design, rng, name: str, profile: str, lut: float) -> None:
 INFEASIBLE_KINDS = ("kernel", "total", "pins")
 
 
-def infeasible_placement(kind: str = "kernel", n_kernels: int = 20, seed: int = 0, platform="u280",
+def infeasible_placement(kind: str = "kernel", n_kernels: int = 20, seed: int = 0, platform: str | dict = "u280",
                          max_utilization: float = 0.7) -> dict:
     """A placement instance that no assignment satisfies; the description states why.
 
@@ -419,7 +419,7 @@ def _overload_pins(inst: dict, geo: Geometry, compute: list, max_utilization: fl
 
 # == transformer blocks ===========================================================================
 
-def transformer_placement(model: str = "gpt2", seq_len: int = 128, tile: int = 64, platform="u280",
+def transformer_placement(model: str = "gpt2", seq_len: int = 128, tile: int = 64, platform: str | dict = "u280",
                           dtype: str = "f32", max_utilization: float = 0.8, balance_weight: float = 0.0,
                           channel_bits: int = 512) -> dict:
     """One decoder layer of :func:`dfopt.bench.transformer.transformer_block` as a placement

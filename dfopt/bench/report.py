@@ -21,11 +21,17 @@ import json
 import logging
 import math
 from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
-from dfopt.io import write_bytes_atomic
+from dfopt.io import StrPath, write_bytes_atomic
+
+if TYPE_CHECKING:
+    from dfopt.bench.suite import Suite
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +60,7 @@ def run_time(record: dict) -> float:
     return float(record["parameters"]["time_limit"])
 
 
-def metric_value(record: dict, metric: str):
+def metric_value(record: dict, metric: str) -> Any:
     """The metric of a run with a solution, else None."""
     if not has_solution(record):
         return None
@@ -72,7 +78,7 @@ def problem_key(record: dict) -> tuple:
 
 # -- numbers ----------------------------------------------------------------------------------
 
-def shifted_geomean(values, shift: float = TIME_SHIFT_S) -> float | None:
+def shifted_geomean(values: Iterable[float], shift: float = TIME_SHIFT_S) -> float | None:
     """``exp(mean(log(v + shift))) - shift``; None for no values."""
     arr = np.asarray(list(values), dtype=float)
     if arr.size == 0:
@@ -80,7 +86,7 @@ def shifted_geomean(values, shift: float = TIME_SHIFT_S) -> float | None:
     return float(np.exp(np.mean(np.log(arr + shift))) - shift)
 
 
-def geomean(values) -> float | None:
+def geomean(values: Iterable[float]) -> float | None:
     """Geometric mean of non-negative ratios: inf if one is inf, 0 if one is 0 (nan if both).
 
     >>> geomean([1.0, 4.0]), geomean([2.0, math.inf]), geomean([])
@@ -102,7 +108,7 @@ def ratio(value: float, best: float) -> float:
     return value / best
 
 
-def primal_integral(incumbents, best, horizon=None) -> float:
+def primal_integral(incumbents: Iterable[Sequence[float]], best: float | None, horizon: float | None = None) -> float:
     """Berthold's primal integral of an incumbent trace ``[[t, objective], ...]`` over [0, horizon].
 
     The primal gap of an incumbent x against the best known value b is 0 when both are 0, 1 when
@@ -134,7 +140,7 @@ def _primal_gap(value: float, best: float) -> float:
     return abs(value - best) / max(abs(value), abs(best))
 
 
-def size_bucket(n_kernels) -> str:
+def size_bucket(n_kernels: int | None) -> str:
     """Decade bucket of a kernel count.
 
     >>> size_bucket(10), size_bucket(11), size_bucket(1000), size_bucket(100_000)
@@ -151,8 +157,10 @@ def _split_groups(records: list, group_by: str | None) -> list[tuple]:
     """[(group text, records)] in group order; one group of all records when ``group_by`` is None."""
     if not group_by:
         return [(None, records)]
-    groups, order = defaultdict(list), {}
+    groups: defaultdict[str, list] = defaultdict(list)
+    order: dict[str, tuple] = {}
     for r in records:
+        key: tuple
         if group_by in SIZE_GROUPS:
             n = r.get("n_kernels")
             key, text = (n is None, math.ceil(math.log10(max(n or 1, 1)))), size_bucket(n)
@@ -171,7 +179,7 @@ def baseline_values(records: list, baseline: str, metric: str) -> dict:
     ``baseline`` is ``formulation`` or ``formulation:solver``.
     """
     formulation, _, solver = baseline.partition(":")
-    values = {}
+    values: dict = {}
     for r in records:
         if r["formulation"] != formulation or (solver and (r.get("solver") or "default") != solver):
             continue
@@ -181,7 +189,7 @@ def baseline_values(records: list, baseline: str, metric: str) -> dict:
     return values
 
 
-def summary_rows(records: list, baseline: str, metrics) -> list[dict]:
+def summary_rows(records: list, baseline: str, metrics: Collection[str]) -> list[dict]:
     """One row per (formulation, solver) in first-seen order, with counts, times and ratios."""
     groups = defaultdict(list)
     for r in records:
@@ -206,7 +214,7 @@ def summary_rows(records: list, baseline: str, metrics) -> list[dict]:
     return rows
 
 
-def render_markdown(records: list, baseline: str, metrics, group_by: str | None = None) -> str:
+def render_markdown(records: list, baseline: str, metrics: Collection[str], group_by: str | None = None) -> str:
     """A markdown table: per (formulation, solver) solved counts, the shifted geometric mean of
     time (1 s shift) and the same scaled by the fastest (1.00), and per metric the geometric mean
     and the worst of the ratios to ``baseline`` on the same instance and seed.
@@ -282,7 +290,8 @@ def performance_ratios(records: list, measure: str = "time") -> tuple[list, list
     return problems, labels, ratios
 
 
-def performance_profile(records: list, measure: str = "time", taus=None) -> tuple[np.ndarray, dict]:
+def performance_profile(records: list, measure: str = "time",
+                        taus: npt.ArrayLike | None = None) -> tuple[np.ndarray, dict]:
     """Dolan–Moré profile: rho_s(tau) = share of problems with ratio r[p, s] <= tau.
 
     ``taus`` defaults to 1 and every finite ratio, sorted. Returns ``(taus, {label: rho})``.
@@ -304,7 +313,7 @@ def performance_profile(records: list, measure: str = "time", taus=None) -> tupl
     return taus, rho
 
 
-def write_profile_png(records: list, path, metric: str | None = None) -> Path | None:
+def write_profile_png(records: list, path: StrPath, metric: str | None = None) -> Path | None:
     """Draw the time profile (and the ``metric`` profile beside it) to a PNG, atomically.
 
     Without matplotlib the plot is skipped with a logged warning and None is returned.
@@ -345,9 +354,9 @@ def _draw_profile(ax, records: list, measure: str) -> None:
 
 # -- suite summary ----------------------------------------------------------------------------
 
-def summary_markdown(suite, records: list, skipped: int = 0) -> str:
+def summary_markdown(suite: Suite, records: list, skipped: int = 0) -> str:
     """The ``summary.md`` of a suite run: counts, versions, the table (and per size if asked)."""
-    statuses = defaultdict(int)
+    statuses: defaultdict[object, int] = defaultdict(int)
     for r in records:
         statuses[r.get("status")] += 1
     versions = records[0]["versions"] if records else {}
@@ -368,7 +377,7 @@ def summary_markdown(suite, records: list, skipped: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(suite, records: list, out_dir, skipped: int = 0) -> str:
+def write_report(suite: Suite, records: list, out_dir: StrPath, skipped: int = 0) -> str:
     """Write ``summary.md`` and ``profile.png`` into ``out_dir``; returns the markdown."""
     from dfopt.io import write_text_atomic
 
@@ -380,7 +389,7 @@ def write_report(suite, records: list, out_dir, skipped: int = 0) -> str:
     return text
 
 
-def load_records(path) -> list[dict]:
+def load_records(path: StrPath) -> list[dict]:
     """The records of a ``records.jsonl`` file (blank lines skipped)."""
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]

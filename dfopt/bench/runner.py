@@ -11,7 +11,7 @@ are written. A run that raises a :class:`~dfopt.errors.DfoptError` (or dies) is 
 raised.
 
 The worker receives its task as JSON on stdin and writes its result to a file (solvers may print
-on stdout); it re-registers the parent's ``dfopt.models.MODEL_NAMES``, so models registered at
+on stdout); it re-registers the parent's problem modules (``dfopt.models.registry.REGISTRY``), so models registered at
 run time (plug-ins, tests) are seen by the workers too.
 
 >>> from dfopt.bench.suite import suite_from_dict
@@ -41,13 +41,17 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dfopt.bench.generators import generate
 from dfopt.bench.report import primal_integral, write_report
 from dfopt.bench.suite import InstanceRef, Suite, check_formulations
 from dfopt.errors import EXIT_CODES, DfoptError, InfeasibleError, InstanceError, NoSolutionError
-from dfopt.io import write_json_atomic
+from dfopt.io import StrPath, write_json_atomic
 from dfopt.results import relative_gap
+
+if TYPE_CHECKING:
+    from dfopt.solution import Solution
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +131,8 @@ def _matches(key: str, pattern: str) -> bool:
 
 def _describe_instances(suite: Suite) -> list[tuple]:
     """(source, name, n_kernels, n_streams) per instance; names must be unique."""
-    described, seen = [], {}
+    described: list[tuple] = []
+    seen: dict[str, InstanceRef] = {}
     for source in suite.instance_refs():
         name, n_kernels, n_streams = _describe(source)
         if name in seen:
@@ -155,8 +160,12 @@ def _describe(source: InstanceRef) -> tuple[str, int | None, int | None]:
             return Path(source.ref).stem, None, None
     if not isinstance(data, dict):
         return Path(source.ref).stem, None, None
-    graph = data.get("graph") if isinstance(data.get("graph"), dict) else {}
-    name = data.get("name") if isinstance(data.get("name"), str) else Path(source.ref).stem
+    graph = data.get("graph")
+    if not isinstance(graph, dict):
+        graph = {}
+    name = data.get("name")
+    if not isinstance(name, str):
+        name = Path(source.ref).stem
     return name, _count(graph.get("kernels")), _count(graph.get("streams"))
 
 
@@ -166,7 +175,7 @@ def _count(items) -> int | None:
 
 # -- running ----------------------------------------------------------------------------------
 
-def run_suite(suite: Suite, out_dir, *, jobs: int = 1, only: str | None = None) -> list[dict]:
+def run_suite(suite: Suite, out_dir: StrPath, *, jobs: int = 1, only: str | None = None) -> list[dict]:
     """Run every planned run of ``suite``; records go to ``out_dir`` (see the module docstring).
 
     Returns the records of this invocation in plan order.
@@ -174,7 +183,7 @@ def run_suite(suite: Suite, out_dir, *, jobs: int = 1, only: str | None = None) 
     return run_and_report(suite, out_dir, jobs=jobs, only=only)[0]
 
 
-def run_and_report(suite: Suite, out_dir, *, jobs: int = 1, only: str | None = None) -> tuple[list, str]:
+def run_and_report(suite: Suite, out_dir: StrPath, *, jobs: int = 1, only: str | None = None) -> tuple[list, str]:
     """Like :func:`run_suite`, and also return the summary markdown it wrote."""
     check_formulations(suite)
     if jobs < 1:
@@ -192,12 +201,12 @@ def run_and_report(suite: Suite, out_dir, *, jobs: int = 1, only: str | None = N
 
 
 def _execute_all(runs: list, records_path: Path, jobs: int) -> list[dict]:
-    context = {"versions": package_versions(), "models": _model_registry(), "jobs": jobs}
+    versions, models = package_versions(), _model_registry()
     lock = threading.Lock()
     done = [0]
 
     def one(run: RunSpec) -> dict:
-        record = execute_run(run, **context)
+        record = execute_run(run, versions=versions, models=models, jobs=jobs)
         with lock:
             append_record(records_path, record)
             done[0] += 1
@@ -266,7 +275,7 @@ def _tail(path: Path) -> str:
     return text[-_STDERR_TAIL:].strip() or "(no output)"
 
 
-def append_record(path, record: dict) -> None:
+def append_record(path: StrPath, record: dict) -> None:
     """Append one JSON line with a single ``write`` on an ``O_APPEND`` descriptor."""
     line = (json.dumps(record, sort_keys=False) + "\n").encode("utf-8")
     fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -308,9 +317,10 @@ def package_versions() -> dict:
 
 
 def _model_registry() -> dict:
-    from dfopt.models import MODEL_NAMES
+    """Problem name -> the module of its package (the parent's registry, passed to the workers)."""
+    from dfopt.models.registry import REGISTRY
 
-    return dict(MODEL_NAMES)
+    return {name: info.module for name, info in REGISTRY.items()}
 
 
 def _run_to_dict(run: RunSpec) -> dict:
@@ -324,9 +334,13 @@ def _run_to_dict(run: RunSpec) -> dict:
 def worker_main() -> int:
     """Entry of a worker process: read the task from stdin, write the result file."""
     task = json.loads(sys.stdin.read())
-    from dfopt.models import MODEL_NAMES
+    import dataclasses
 
-    MODEL_NAMES.update(task["models"])
+    from dfopt.models.registry import REGISTRY
+
+    for name, module in task["models"].items():
+        if name in REGISTRY:
+            REGISTRY[name] = dataclasses.replace(REGISTRY[name], module=module)
     result = solve_task(task["run"])
     write_json_atomic(task["result_path"], result, indent=None)
     return 0
@@ -347,10 +361,10 @@ def solve_task(run: dict) -> dict:
 
 
 def _solve(instance, run: dict):
-    from dfopt.api import solve_instance
+    from dfopt.api import solve
 
-    return solve_instance(instance, formulation=run["formulation"], solver=run["solver"],
-                          seed=run["seed"], time_limit=run["time_limit"], **run["options"])
+    return solve(instance, formulation=run["formulation"], solver=run["solver"],
+                 seed=run["seed"], time_limit=run["time_limit"], **run["options"])
 
 
 def _load_instance(source: dict):
@@ -361,14 +375,14 @@ def _load_instance(source: dict):
     return instance_io.load(source["ref"])
 
 
-def solution_result(solution, metrics: dict) -> dict:
+def solution_result(solution: Solution, metrics: dict) -> dict:
     """The result fields of a record from a :class:`~dfopt.solution.Solution`."""
     stats = solution.stats or {}
     failed = [c.name for c in solution.checks if not c.ok]
     incumbents = stats.get("incumbents")
     horizon = stats.get("time_solve_s", solution.wall_time_s)
     return {
-        "status": solution.status, "solver_used": solution.solver or None,
+        "status": getattr(solution.status, "value", solution.status), "solver_used": solution.solver or None,
         "objective": solution.objective, "bound": solution.bound,
         "gap": relative_gap(solution.objective, solution.bound),
         "primal_integral": primal_integral(incumbents, solution.objective, horizon) if incumbents else None,
@@ -395,18 +409,15 @@ def error_result(err: BaseException, internal: bool = False) -> dict:
             "error": message, "exit_class": "internal" if internal else _EXIT_CLASS.get(exit_code, "internal")}
 
 
-def extract(data: dict, dotted: str):
-    """The value at a dotted path, or None.
+def extract(data: dict, dotted: str) -> Any:
+    """The value at a dotted path, or None (:func:`dfopt.solution.lookup`).
 
     >>> extract({"fifo": {"total_depth": 7}}, "fifo.total_depth"), extract({}, "fifo.x")
     (7, None)
     """
-    value = data
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
+    from dfopt.solution import lookup
+
+    return lookup(data, dotted)
 
 
 def peak_memory_mb() -> float | None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dfopt.errors import InstanceError
+from dfopt.io import StrPath
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class Suite:
         default = 2 * self.time_limit_for(formulation) + 30
         return float(_per_formulation(self.timeout, formulation, default))
 
-    def skipped(self, instance: str, n_kernels: int, formulation: str, solver) -> bool:
+    def skipped(self, instance: str, n_kernels: int, formulation: str, solver: str | None) -> bool:
         return any(r.matches(instance, n_kernels, formulation, solver) for r in self.skip)
 
     def instance_refs(self) -> list[InstanceRef]:
@@ -144,7 +145,7 @@ def _per_formulation(value, formulation: str, default):
     return value
 
 
-def load_suite(path) -> Suite:
+def load_suite(path: StrPath) -> Suite:
     """Read and validate a suite file; faults are :class:`InstanceError` with the field's pointer.
 
     >>> import tempfile, json, os
@@ -165,7 +166,7 @@ def load_suite(path) -> Suite:
     return suite_from_dict(data, name=path.stem, path=path)
 
 
-def suite_from_dict(data, name: str = "suite", path: Path | None = None) -> Suite:
+def suite_from_dict(data: object, name: str = "suite", path: Path | None = None) -> Suite:
     """Validate a suite object (see the module docstring); ``path`` anchors a relative root."""
     if not isinstance(data, dict):
         raise InstanceError(f"a suite is a JSON object, got {type(data).__name__}")
@@ -199,14 +200,14 @@ def suite_from_dict(data, name: str = "suite", path: Path | None = None) -> Suit
 
 
 def check_formulations(suite: Suite) -> None:
-    """Compare the suite's formulations with the model's ``FORMULATIONS`` (when it can be imported).
+    """Compare the suite's formulations with the problem's (when its package can be imported).
 
     An unknown ``problem`` is an :class:`InstanceError` listing the known ones.
     """
-    from dfopt.models import get_model
+    from dfopt.models.registry import get_problem
 
     try:
-        valid = getattr(get_model(suite.problem), "FORMULATIONS", None)
+        valid = get_problem(suite.problem).formulation_names()
     except ImportError as err:
         log.warning("suite %s: cannot import the %s model to check formulations: %s",
                     suite.name, suite.problem, err)

@@ -4,7 +4,7 @@
 ``dfopt-instance/1`` dict: tiled kernels with loop nests, analytical timing and resources, and one
 stream per producer -> consumer tensor edge, whose ``src_type`` / ``dst_type`` come from the two
 kernels' loop nests (:func:`dfopt.ir.itensor.loop_nest_type`). Layout converters arise where the
-two nests walk the tensor in different orders (DESIGN 5.2).
+two nests walk the tensor in different orders (Algorithm 1, docs/fusion.md).
 
 Graph (``gate`` only for the gated FFNs of Llama and Qwen)::
 

@@ -1,4 +1,4 @@
-"""Dato on dfopt: tasks on a virtual grid, typed streams and layouts (DESIGN 5.5).
+"""Dato on dfopt: tasks on a virtual grid, typed streams and layouts (docs/dato.md).
 
 - :mod:`dfopt.dato.frontend` — the embedded DSL that records a program (it runs no kernel):
   ``Program``, ``task(mapping=...)``, ``Stream[T, N, P]``, ``StreamArray``, ``Tensor`` with
@@ -18,8 +18,21 @@ yet.
 """
 
 from dfopt.dato.checks import check, check_or_raise, simulate
-from dfopt.dato.frontend import (R, S, DatoError, Diagnostic, Program, Stream, StreamArray, Tensor, allreduce,
-                                 compute, instance, matmul, reduce_sum)
+from dfopt.dato.frontend import (
+                                 DatoError,
+                                 Diagnostic,
+                                 Program,
+                                 R,
+                                 S,
+                                 Stream,
+                                 StreamArray,
+                                 Tensor,
+                                 allreduce,
+                                 compute,
+                                 instance,
+                                 matmul,
+                                 reduce_sum,
+)
 from dfopt.dato.graph import can_bundle, can_chain, mapping_graph, to_dataflow_graph, to_dict
 
 __all__ = ["Program", "Stream", "StreamArray", "Tensor", "S", "R", "compute", "matmul", "reduce_sum", "allreduce",

@@ -1,4 +1,4 @@
-"""Static checks of a recorded Dato program (DESIGN 5.5); each fault is one :class:`Diagnostic`.
+"""Static checks of a recorded Dato program (docs/dato.md); each fault is one :class:`Diagnostic`.
 
 Every diagnostic names its task, instance, stream (when there is one) and source line:
 
@@ -34,16 +34,17 @@ Uses and stores repeated by every instance of a task are reported once, with the
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from dfopt.dato.frontend import Diagnostic, DatoError, Recording, layout_text, recording, view_text
+from dfopt.dato.frontend import DatoError, Diagnostic, Op, Program, Recording, layout_text, recording, view_text
 
 SYNC_KINDS = ("put", "get", "allreduce")
 
 __all__ = ["Diagnostic", "DatoError", "check", "check_or_raise", "simulate", "Simulation", "Wait"]
 
 
-def check(program) -> list[Diagnostic]:
+def check(program: Program | Recording) -> list[Diagnostic]:
     """Every diagnostic of a :class:`~dfopt.dato.frontend.Program` (or its recording); empty: clean."""
     rec = recording(program)
     out = end_diagnostics(rec)
@@ -59,7 +60,7 @@ def check(program) -> list[Diagnostic]:
     return out
 
 
-def check_or_raise(program) -> Recording:
+def check_or_raise(program: Program | Recording) -> Recording:
     """The recording when every check passes; otherwise :class:`DatoError` with all diagnostics."""
     rec = recording(program)
     found = check(rec)
@@ -102,7 +103,7 @@ def end_diagnostics(rec: Recording) -> list[Diagnostic]:
     return out
 
 
-def balance_diagnostics(rec: Recording, skip=()) -> list[Diagnostic]:
+def balance_diagnostics(rec: Recording, skip: Collection[str | None] = ()) -> list[Diagnostic]:
     """Streams whose producer puts a different number of tokens than the consumer gets."""
     out = []
     for sr in rec.streams.values():
@@ -141,7 +142,7 @@ def collective_diagnostics(rec: Recording) -> list[Diagnostic]:
 
 # == layouts, types and pending partial sums ==================================================
 
-def view_diagnostics(rec: Recording, skip=()) -> list[Diagnostic]:
+def view_diagnostics(rec: Recording, skip: Collection[str | None] = ()) -> list[Diagnostic]:
     """Streams whose producer's view of a token differs from the consumer's declared view.
 
     Streams of one array that disagree at the same two lines in the same way are reported once.
@@ -236,24 +237,26 @@ class Simulation:
 class _Run:
     """The state of the simulation; instances run as far as they can and wake their peers."""
 
-    def __init__(self, rec: Recording):
+    def __init__(self, rec: Recording) -> None:
         self.rec = rec
         self.seqs = {n: [op for op in inst.ops if op.kind in SYNC_KINDS] for n, inst in rec.instances.items()}
         self.pc = dict.fromkeys(rec.instances, 0)
         self.occ = dict.fromkeys(rec.streams, 0)
         self.peak = dict.fromkeys(rec.streams, 0)
-        self.calls = defaultdict(int)  # (instance, group) -> completed allreduce calls
-        self.arrived = defaultdict(int)  # (group, call number) -> members arrived
+        # (instance, group) -> completed allreduce calls
+        self.calls: defaultdict[tuple[str, str], int] = defaultdict(int)
+        # (group, call number) -> members arrived
+        self.arrived: defaultdict[tuple[str, int], int] = defaultdict(int)
         self.at_barrier: set = set()
         self.queue, self.queued = deque(rec.instances), set(rec.instances)
 
-    def wake(self, instances) -> None:
+    def wake(self, instances: Iterable[str]) -> None:
         for x in instances:
             if x not in self.queued:
                 self.queue.append(x)
                 self.queued.add(x)
 
-    def step(self, x: str, op) -> bool:
+    def step(self, x: str, op: Op) -> bool:
         if op.kind == "put":
             if self.occ[op.stream] >= self.rec.streams[op.stream].depth:
                 return False
@@ -267,6 +270,7 @@ class _Run:
             self.occ[op.stream] -= 1
             self.wake(self.rec.streams[op.stream].producers)
             return True
+        assert op.group is not None  # an allreduce names its group
         return self.barrier(x, op.group)
 
     def barrier(self, x: str, group: str) -> bool:
@@ -304,7 +308,7 @@ class _Run:
         return Wait(x, op.kind, op.stream or op.group, op.line, on)
 
 
-def simulate(program) -> Simulation:
+def simulate(program: Program | Recording) -> Simulation:
     """Run every instance's puts, gets and allreduces together with FIFOs of the declared depths.
 
     The outcome does not depend on the order instances run in (bounded Kahn networks with
@@ -322,7 +326,9 @@ def deadlock_diagnostics(rec: Recording, sim: Simulation) -> list[Diagnostic]:
     order = {n: i for i, n in enumerate(rec.instances)}
     seen, out = set(), []
     for start in sorted(sim.blocked, key=order.__getitem__):
-        path, pos, x = [], {}, start
+        path: list[str] = []
+        pos: dict[str, int] = {}
+        x: str | None = start
         while x is not None and x not in seen and x not in pos:
             pos[x] = len(path)
             path.append(x)

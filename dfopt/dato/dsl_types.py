@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextvars
 import math
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from dfopt.errors import InstanceError, Problem
 from dfopt.ir.itensor import DTYPE_BITS
@@ -56,7 +58,7 @@ class DatoError(InstanceError):
     "stream 'x': 3 puts, 2 gets"
     """
 
-    def __init__(self, diagnostics):
+    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
         self.diagnostics = list(diagnostics)
         super().__init__(problems=[Problem(f"line {d.line}" if d.line else "", d.message)
                                    for d in self.diagnostics])
@@ -75,13 +77,13 @@ _CURRENT: contextvars.ContextVar = contextvars.ContextVar("dato_recorder", defau
 
 def _caller() -> tuple[str, int]:
     """(file, line) of the first frame outside the DSL's modules: the user's call."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename in _DSL_FILES:
         frame = frame.f_back
     return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("<unknown>", 0)
 
 
-def _fail(kind: str, message: str, **where) -> None:
+def _fail(kind: str, message: str, **where: Any) -> NoReturn:
     file, line = _caller()
     ctx = _CURRENT.get()
     if ctx is not None:
@@ -90,7 +92,7 @@ def _fail(kind: str, message: str, **where) -> None:
     raise DatoError([Diagnostic(kind, f"line {line}: {message}", line=line, file=file, lines=(line,), **where)])
 
 
-def _context(what: str) -> "_Recorder":
+def _context(what: str) -> _Recorder:
     ctx = _CURRENT.get()
     if ctx is None:
         _fail("context", f"{what}() is only meaningful inside a task body that Program.record() runs")
@@ -123,7 +125,7 @@ def _positive(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-def elem_type(spec) -> ElemType:
+def elem_type(spec: ElemType | str | tuple) -> ElemType:
     """``"f32"`` or ``("bf16", (32, 32))`` as an :class:`ElemType`.
 
     >>> elem_type(("bf16", (32, 32))).bits
@@ -131,6 +133,7 @@ def elem_type(spec) -> ElemType:
     """
     if isinstance(spec, ElemType):
         return spec
+    shape: tuple
     if isinstance(spec, str):
         dtype, shape = spec, ()
     elif isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
@@ -162,11 +165,11 @@ def _is_elem_spec(params) -> bool:
         and isinstance(params[1], (tuple, list)))
 
 
-def stream_type(spec) -> StreamType:
+def stream_type(spec: StreamType | ElemType | str | tuple) -> StreamType:
     """A :class:`StreamType` from itself, an element spec, or ``(T, N[, P])``."""
     if isinstance(spec, StreamType):
         return spec
-    params = (spec,) if _is_elem_spec(spec) else tuple(spec)
+    params = (spec,) if _is_elem_spec(spec) else tuple(cast("Iterable[Any]", spec))  # (T, N[, P])
     if not 1 <= len(params) <= 3:
         _fail("type", f"expected Stream[T, N, P] with 1 to 3 parameters, got {len(params)}")
     elem, depth, packing = (tuple(params) + (2, 1)[len(params) - 1:])[:3]
@@ -176,22 +179,27 @@ def stream_type(spec) -> StreamType:
     return StreamType(elem_type(elem), depth, packing)
 
 
-class Stream:
-    """A named FIFO stream: ``Stream("x", Stream["f32", 4])``; ``Stream[T, N, P]`` is its type."""
+class _StreamClass(type):
+    """The class of :class:`Stream`: ``Stream[T, N, P]`` is a :class:`StreamType`."""
 
-    def __class_getitem__(cls, params) -> StreamType:
+    def __getitem__(cls, params: StreamType | ElemType | str | tuple) -> StreamType:
         return stream_type(params)
 
-    def __init__(self, name: str, type, *, array: str | None = None, index: tuple | None = None):
+
+class Stream(metaclass=_StreamClass):
+    """A named FIFO stream: ``Stream("x", Stream["f32", 4])``; ``Stream[T, N, P]`` is its type."""
+
+    def __init__(self, name: str, type: StreamType | ElemType | str | tuple, *, array: str | None = None,
+                 index: tuple | None = None) -> None:
         if not isinstance(name, str) or not name:
             _fail("name", f"expected a non-empty stream name, got {name!r}")
         self.name, self.type, self.array, self.index = name, stream_type(type), array, index
 
-    def put(self, value=None) -> None:
+    def put(self, value: object = None) -> None:
         """Send one element (a traced value, a Python number or None) into the stream."""
         _context("put").put(self, value)
 
-    def get(self, layout=None, chunk=None) -> "Value":
+    def get(self, layout: Iterable[object] | None = None, chunk: tuple | None = None) -> Value:
         """Receive one element; ``layout``/``chunk`` declare the consumer's view of it."""
         return _context("get").get(self, layout, chunk)
 
@@ -202,7 +210,7 @@ class Stream:
 class StreamArray:
     """An array of streams named ``name[i,j]``: ``StreamArray("pipe", Stream["f32", 2, 1], shape=(4, 4))``."""
 
-    def __init__(self, name: str, type, shape):
+    def __init__(self, name: str, type: StreamType | ElemType | str | tuple, shape: int | Iterable[int]) -> None:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         if not shape or not all(_positive(n) for n in shape):
             _fail("shape", f"stream array {name!r}: expected positive integer extents, got {list(shape)}")
@@ -246,7 +254,7 @@ class _Replicated:
 R = _Replicated()  # layout entry: this tensor axis is replicated (every instance holds it whole)
 
 
-def layout_text(layout) -> str:
+def layout_text(layout: Iterable[object] | None) -> str:
     return "?" if layout is None else "[" + ", ".join(map(repr, layout)) + "]"
 
 
@@ -261,18 +269,18 @@ def _layout(layout, rank: int, what: str) -> tuple:
 class Tensor:
     """A global tensor with a layout: ``Tensor("A", ("bf16", (256, 256)), layout=[S(0), R])``."""
 
-    def __init__(self, name: str, type, layout=None):
+    def __init__(self, name: str, type: ElemType | str | tuple, layout: Iterable[object] | None = None) -> None:
         self.name, self.type = name, elem_type(type)
         if not self.type.shape:
             _fail("type", f"tensor {name!r}: expected a shaped type like ('bf16', (256, 256)), got {self.type}")
         rank = len(self.type.shape)
         self.layout = _layout(layout if layout is not None else [R] * rank, rank, f"tensor {name!r}")
 
-    def load(self, layout=None, chunk=None) -> "Value":
+    def load(self, layout: Iterable[object] | None = None, chunk: tuple | None = None) -> Value:
         """This instance's tile (its layout's block, refined by ``chunk=(axis, i, parts)``)."""
         return _context("load").load(self, layout, chunk)
 
-    def store(self, value, layout=None, chunk=None) -> None:
+    def store(self, value: Value, layout: Iterable[object] | None = None, chunk: tuple | None = None) -> None:
         """Write ``value`` as this instance's tile of the tensor."""
         _context("store").store(self, value, layout, chunk)
 

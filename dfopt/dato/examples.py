@@ -12,8 +12,19 @@ Lines the rejected programs are rejected at carry a ``# dato:`` marker, so tests
 
 from __future__ import annotations
 
-from dfopt.dato.frontend import (R, S, Program, Stream, StreamArray, Tensor, allreduce, compute, matmul,
-                                 reduce_sum)
+from dfopt.dato.frontend import (
+    Program,
+    R,
+    S,
+    Stream,
+    StreamArray,
+    Tensor,
+    Value,
+    allreduce,
+    compute,
+    matmul,
+    reduce_sum,
+)
 
 # == accepted designs =========================================================================
 
@@ -23,9 +34,10 @@ def gemm_program(size: int = 256, grid: int = 4, loaders: bool = True) -> Progra
 
     With ``loaders=False`` (the Dato paper's form, the mapping instance) each ``gemm[m, n, k]``
     loads its A block (m, k) and B block (k, n) itself, and only the k = grid - 1 instance stores
-    the reduced C block: 64 instances, 48 reduction streams. Otherwise ``load_a[m, k]`` sends its A block to the ``gemm`` instances of row m, ``load_b[k, n]`` its B
-    block to column n; ``gemm[m, n, k]`` multiplies its blocks, which contracts K, sharded over grid
-    axis 2, so each holds a partial sum until ``allreduce(..., axis=2)`` combines the k instances.
+    the reduced C block: 64 instances, 48 reduction streams. Otherwise ``load_a[m, k]`` sends its
+    A block to the ``gemm`` instances of row m, ``load_b[k, n]`` its B block to column n;
+    ``gemm[m, n, k]`` multiplies its blocks, which contracts K, sharded over grid axis 2, so each
+    holds a partial sum until ``allreduce(..., axis=2)`` combines the k instances.
     96 instances, 128 streams, 16 collective groups for the default 4x4x4 grid.
     """
     p = Program("gemm")
@@ -58,7 +70,7 @@ def gemm_program(size: int = 256, grid: int = 4, loaders: bool = True) -> Progra
         for m in range(grid):
             b_pipe[m, n, k].put(b)
 
-    @p.task(mapping=[grid, grid, grid])
+    @p.task(mapping=[grid, grid, grid])  # type: ignore[no-redef]  # the other form's gemm returned above
     def gemm(m, n, k):
         a = a_pipe[m, n, k].get(layout=[S(0), S(2)])
         b = b_pipe[m, n, k].get(layout=[S(2), S(1)])
@@ -142,7 +154,7 @@ def attention_program(seq: int = 256, dim: int = 64, blocks: int = 4) -> Program
 
     @p.task(mapping=[blocks])
     def gemm1(i):
-        acc = []
+        acc: list[Value] = []
         for j in range(blocks):
             probs, scale = p_pipe[i].get(), m_pipe[i].get()
             v = V.load(chunk=(0, j, blocks))

@@ -1,6 +1,6 @@
 """Dato front end: an embedded Python DSL that *records* a task-based dataflow program.
 
-The model (Dato, "A Task-Based Programming Model for Dataflow Accelerators", DESIGN 5.5): a
+The model (Dato, "A Task-Based Programming Model for Dataflow Accelerators"): a
 program is a set of *tasks*, each mapped onto a virtual grid (``mapping=[4, 4]`` gives 16 task
 instances ``t_0_0`` .. ``t_3_3``), connected by typed *streams* ``Stream[T, N, P]`` (element type
 T, capacity N elements, P elements packed per transfer) and reading or writing *tensors* whose
@@ -52,13 +52,43 @@ from __future__ import annotations
 
 import inspect
 import itertools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
-from dfopt.dato.dsl_types import (_DSL_FILES, DatoError, Diagnostic, ElemType, R, S, Stream, StreamArray, StreamType,
-                                  Tensor, _context, _fail, _positive, elem_type, layout_text, stream_type)
-from dfopt.dato.record import (CollectiveGroup, Mismatch, Op, PendingUse, Recording, StreamRecord, TaskInstance,
-                               TokenView, Value, view_text)
+from dfopt.dato.dsl_types import (
+    _DSL_FILES,
+    DatoError,
+    Diagnostic,
+    ElemType,
+    R,
+    S,
+    Stream,
+    StreamArray,
+    StreamType,
+    Tensor,
+    _context,
+    _fail,
+    _positive,
+    elem_type,
+    layout_text,
+    stream_type,
+)
+from dfopt.dato.record import (
+    CollectiveGroup,
+    Mismatch,
+    Op,
+    PendingUse,
+    Recording,
+    StreamRecord,
+    TaskInstance,
+    TokenView,
+    Value,
+    view_text,
+)
 from dfopt.dato.recorder import REDUCE_OPS, _record_instance
+
+_F = TypeVar("_F", bound=Callable[..., object])
 
 _DSL_FILES.add(__file__)
 
@@ -81,7 +111,8 @@ def instance() -> tuple:
     return _context("instance").index
 
 
-def compute(op: str, work: int | None = None, reads=(), writes=(), out=None) -> Value:
+def compute(op: str, work: int | None = None, reads: object = (), writes: Iterable[object] = (),
+            out: ElemType | str | tuple | None = None) -> Value:
     """A compute placeholder of ``work`` cycles; returns its result (type ``out``, else the first read's)."""
     return _context("compute").compute(op, work, reads, writes, out)
 
@@ -109,7 +140,7 @@ class Task:
     """A task: a Python function recorded once per coordinate of its grid ``mapping``."""
 
     name: str
-    fn: object
+    fn: Callable[..., object]
     mapping: tuple
     file: str = ""
     line: int = 0
@@ -118,25 +149,27 @@ class Task:
     def instance_name(self, index: tuple) -> str:
         return "_".join([self.name] + [str(i) for i in index])
 
-    def indices(self):
+    def indices(self) -> Iterator[tuple[int, ...]]:
         return itertools.product(*(range(n) for n in self.mapping))
 
 
 class Program:
     """A Dato program: register tasks with ``@program.task(mapping=[...])``, then :meth:`record`."""
 
-    def __init__(self, name: str = "program"):
+    def __init__(self, name: str = "program") -> None:
         self.name = name
         self.tasks: dict[str, Task] = {}
 
-    def task(self, mapping=None, name: str | None = None):
+    def task(self, mapping: int | Iterable[int] | None = None,
+             name: str | None = None) -> Callable[[_F], _F]:
         """Decorator: register the function as a task on the grid ``mapping`` (None: one instance)."""
-        def register(fn):
+        def register(fn: _F) -> _F:
             self.add_task(fn, mapping=mapping, name=name)
             return fn
         return register
 
-    def add_task(self, fn, mapping=None, name: str | None = None) -> Task:
+    def add_task(self, fn: Callable[..., object], mapping: int | Iterable[int] | None = None,
+                 name: str | None = None) -> Task:
         """Register ``fn`` as a task. It takes one parameter per grid axis, or none (then ``instance()``)."""
         name = name or fn.__name__
         grid = () if mapping is None else ((mapping,) if isinstance(mapping, int) else tuple(mapping))
@@ -168,7 +201,7 @@ class Program:
         return rec
 
 
-def recording(program) -> Recording:
+def recording(program: Program | Recording) -> Recording:
     """A :class:`Recording` from a program (recorded now) or a recording (as is)."""
     if isinstance(program, Recording):
         return program

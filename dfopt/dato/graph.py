@@ -31,7 +31,9 @@ conditions (the search is elsewhere):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
@@ -39,6 +41,11 @@ from dfopt.dato.checks import end_diagnostics
 from dfopt.dato.frontend import DatoError, Recording, recording
 from dfopt.ir.graph import DataflowGraph, Kernel
 from dfopt.ir.graph import Stream as IRStream
+
+if TYPE_CHECKING:
+    from dfopt.dato.frontend import Program
+    from dfopt.dato.record import CollectiveGroup, TaskInstance
+    from dfopt.instance.types import Instance
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,9 @@ class MappingGraph:
     # -- bundle ---------------------------------------------------------------------------
     def signature(self, node: str) -> tuple:
         """The node's ops up to renaming: kinds, ops, work, stream types and the pattern of peers."""
-        peers, streams, sig = {}, {}, []
+        peers: dict[tuple, int] = {}
+        streams: dict[str, int] = {}
+        sig: list[tuple] = []
         for op in self.rec.instances[node].ops:
             if op.kind in ("put", "get"):
                 sr = self.rec.streams[op.stream]
@@ -86,7 +95,7 @@ class MappingGraph:
                 sig.append((op.kind, op.name, op.work, op.writes))
         return tuple(sig)
 
-    def can_bundle(self, nodes) -> Verdict:
+    def can_bundle(self, nodes: Iterable[str]) -> Verdict:
         """Legal when the nodes are isomorphic and independent of each other."""
         nodes = list(nodes)
         bad = self._unknown(nodes) or (f"{_first_duplicate(nodes)} is listed twice"
@@ -157,24 +166,24 @@ def _first_duplicate(nodes) -> str:
     return next(n for n, c in Counter(nodes).items() if c > 1)
 
 
-def reduction_edges(rec: Recording):
+def reduction_edges(rec: Recording) -> Iterator[tuple[str, str, str, CollectiveGroup]]:
     """(src, dst, key, group) for each collective group's chain along its grid axis."""
     for g in rec.groups.values():
         for i, (src, dst) in enumerate(zip(g.members, g.members[1:])):
             yield src, dst, f"{g.name}#{i}", g
 
 
-def mapping_graph(program) -> MappingGraph:
+def mapping_graph(program: Program | Recording) -> MappingGraph:
     """The virtual mapping graph of a program (recorded now) or of a recording."""
     return MappingGraph(recording(program))
 
 
-def can_bundle(graph, nodes) -> Verdict:
+def can_bundle(graph: MappingGraph | Program | Recording, nodes: Iterable[str]) -> Verdict:
     """:meth:`MappingGraph.can_bundle` on a mapping graph, program or recording."""
     return _graph(graph).can_bundle(nodes)
 
 
-def can_chain(graph, producer: str, consumer: str) -> Verdict:
+def can_chain(graph: MappingGraph | Program | Recording, producer: str, consumer: str) -> Verdict:
     """:meth:`MappingGraph.can_chain` on a mapping graph, program or recording."""
     return _graph(graph).can_chain(producer, consumer)
 
@@ -186,7 +195,7 @@ def _graph(graph) -> MappingGraph:
 # == export ===================================================================================
 
 def _kernel_op(inst) -> str:
-    work = Counter()
+    work: Counter[str] = Counter()
     for op in inst.ops:
         if op.kind == "compute":
             work[op.name] += op.work
@@ -200,14 +209,14 @@ def _kernel_op(inst) -> str:
     return "generic"
 
 
-def host_ports(inst) -> list[dict]:
+def host_ports(inst: TaskInstance) -> list[dict]:
     """The instance's host traffic, one port per (tensor, direction) in first-use order: the blocks
     it moves (``[count, index]`` per axis, in op order) and their bytes. A mapping routes each port
     through a mem tile and a shim DMA.
 
     >>> from dfopt.dato.examples import ffn_program
     >>> [(p["tensor"], p["dir"], p["bytes"]) for p in host_ports(ffn_program().record().instances["ffn2_1_0"])]
-    [('W2', 'in', 524288), ('Y', 'out', 131072)]
+    [('W2', 'in', 524288), ('Y', 'out', 65536)]
     """
     ports: dict = {}
     for op in inst.ops:
@@ -220,7 +229,7 @@ def host_ports(inst) -> list[dict]:
     return list(ports.values())
 
 
-def to_dataflow_graph(program) -> DataflowGraph:
+def to_dataflow_graph(program: Program | Recording) -> DataflowGraph:
     """The shared IR graph of the mapping graph; every stream must have one producer and one consumer.
 
     >>> from dfopt.dato.examples import ffn_program
@@ -254,7 +263,7 @@ def _op_dict(op) -> dict:
     return out
 
 
-def to_dict(program) -> dict:
+def to_dict(program: Program | Recording) -> dict:
     """The recording as plain JSON-able data: instances with their ops, streams, collectives, edges."""
     rec = recording(program)
     graph = MappingGraph(rec)
@@ -274,8 +283,8 @@ def to_dict(program) -> dict:
     }
 
 
-def to_instance(program, name: str, platform: str = "npu1", region: dict | None = None, description: str = "",
-                options: dict | None = None):
+def to_instance(program: Program | Recording, name: str, platform: str = "npu1", region: dict | None = None,
+                description: str = "", options: dict | None = None) -> Instance:
     """A ``problem: mapping`` instance of the program's virtual mapping graph on a platform preset.
 
     >>> from dfopt.dato.examples import attention_program

@@ -13,6 +13,7 @@ its pending partial sums.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dfopt.dato.dsl_types import _DSL_FILES, ElemType, Stream, StreamType, _fail, _positive, layout_text
@@ -182,12 +183,12 @@ class Value:
         _fail("control", "a traced value has no data while recording; branch on grid coordinates or "
                          "loop counters instead (control flow must be static)")
 
-    def split(self, axis: int, parts: int) -> list["Value"]:
+    def split(self, axis: int, parts: int) -> list[Value]:
         """``parts`` equal chunks along ``axis`` (views of this value, for a static loop)."""
-        if self.elem is None or not 0 <= axis < len(self.shape) or not _positive(parts) \
-                or self.shape[axis] % parts:
+        if self.elem is None or not 0 <= axis < len(self.elem.shape) or not _positive(parts) \
+                or self.elem.shape[axis] % parts:
             _fail("shape", f"cannot split a value of type {self.elem} into {parts} chunks along axis {axis}")
-        shape = tuple(n // parts if a == axis else n for a, n in enumerate(self.shape))
+        shape = tuple(n // parts if a == axis else n for a, n in enumerate(self.elem.shape))
         out = []
         for i in range(parts):
             view = None if self.view is None else _refine(self.view, (axis, i, parts))
@@ -204,7 +205,7 @@ def _refine(view: tuple, chunk) -> tuple:
     return view[:axis] + ((count * parts, index * parts + i),) + view[axis + 1:]
 
 
-def view_text(view) -> str:
+def view_text(view: Sequence[tuple[int, int]] | None) -> str:
     """``axis 0 block 1 of 4, axis 1 whole`` for a concrete view."""
     if view is None:
         return "unknown view"

@@ -10,12 +10,34 @@ collective groups, partial sums used before their allreduce, type and layout mis
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from dfopt.dato.dsl_types import (_CURRENT, _DSL_FILES, ElemType, S, Stream, Tensor, _caller, _fail, _layout,
-                                  elem_type, layout_text)
-from dfopt.dato.record import (CollectiveGroup, Mismatch, Op, PendingUse, Recording, TaskInstance, TokenView, Value,
-                               _refine, view_text)
+from dfopt.dato.dsl_types import (
+    _CURRENT,
+    _DSL_FILES,
+    ElemType,
+    S,
+    Stream,
+    Tensor,
+    _caller,
+    _fail,
+    _layout,
+    elem_type,
+    layout_text,
+)
+from dfopt.dato.record import (
+    CollectiveGroup,
+    Mismatch,
+    Op,
+    PendingUse,
+    Recording,
+    TaskInstance,
+    TokenView,
+    Value,
+    _refine,
+    view_text,
+)
 
 if TYPE_CHECKING:
     from dfopt.dato.frontend import Task
@@ -23,6 +45,13 @@ if TYPE_CHECKING:
 _DSL_FILES.add(__file__)
 
 REDUCE_OPS = ("sum", "max", "min", "prod")
+
+
+def _matrix(v: object) -> ElemType:
+    """The element type of a traced 2-D value (matmul's operands)."""
+    if not isinstance(v, Value) or v.elem is None or len(v.elem.shape) != 2:
+        _fail("shape", f"matmul expects two traced 2-D values, got {v!r}")
+    return v.elem
 
 
 def _drop(t: tuple | None, axis: int) -> tuple | None:
@@ -39,7 +68,7 @@ def _check_chunk(chunk, rank: int) -> None:
 class _Recorder:
     """Records one task instance: every DSL call lands in one of these methods."""
 
-    def __init__(self, rec: Recording, task: "Task", index: tuple):
+    def __init__(self, rec: Recording, task: Task, index: tuple):
         self.rec, self.task, self.index, self.grid = rec, task, index, task.mapping
         self.inst = TaskInstance(task.instance_name(index), task.name, index, task.mapping,
                                  file=task.file, line=task.line)
@@ -95,7 +124,7 @@ class _Recorder:
         return layout, view, ElemType(tensor.type.dtype, tuple(shape))
 
     # -- streams --------------------------------------------------------------------------
-    def put(self, s: Stream, value) -> None:
+    def put(self, s: Stream, value: object) -> None:
         sr = self.rec.stream(s)
         op = self._op("put", stream=s.name, work=1)
         sr.producers.setdefault(self.inst.name, []).append(op.line)
@@ -106,10 +135,10 @@ class _Recorder:
                 "type", self.task.name, self.inst.name, op.line,
                 f"stream '{s.name}': {self.inst.name} puts a value of type {elem} at line {op.line}, "
                 f"but the stream carries {s.type.elem}", s.name, op.file))
-        view = value.view if isinstance(value, Value) else None
-        sr.put_views.append(None if view is None else TokenView(value.layout, view, self.inst.name, op.line))
+        sr.put_views.append(TokenView(value.layout, value.view, self.inst.name, op.line)
+                            if isinstance(value, Value) and value.view is not None else None)
 
-    def get(self, s: Stream, layout, chunk) -> Value:
+    def get(self, s: Stream, layout: Iterable[object] | None, chunk: tuple | None) -> Value:
         sr = self.rec.stream(s)
         op = self._op("get", stream=s.name, work=1)
         sr.consumers.setdefault(self.inst.name, []).append(op.line)
@@ -121,12 +150,12 @@ class _Recorder:
         return self._value(op, s.type.elem, layout, view)
 
     # -- tensors --------------------------------------------------------------------------
-    def load(self, tensor: Tensor, layout, chunk) -> Value:
+    def load(self, tensor: Tensor, layout: Iterable[object] | None, chunk: tuple | None) -> Value:
         layout, view, elem = self._tile(tensor, layout, chunk)
         op = self._op("load", name=tensor.name, block=view, bytes=elem.bytes)
         return self._value(op, elem, layout, view)
 
-    def store(self, tensor: Tensor, value, layout, chunk) -> None:
+    def store(self, tensor: Tensor, value: object, layout: Iterable[object] | None, chunk: tuple | None) -> None:
         layout, view, elem = self._tile(tensor, layout, chunk)
         op = self._op("store", name=tensor.name, block=view, bytes=elem.bytes)
         self._use(value, op, "store", tensor.name)
@@ -145,7 +174,8 @@ class _Recorder:
                 f"{layout_text(layout)} gives this instance {view_text(view)}", None, op.file))
 
     # -- compute --------------------------------------------------------------------------
-    def compute(self, name: str, work, reads, writes, out) -> Value:
+    def compute(self, name: str, work: int | None, reads: object, writes: Iterable[object],
+                out: ElemType | str | tuple | None) -> Value:
         reads = list(reads) if isinstance(reads, (list, tuple)) else [reads]
         first = next((r for r in reads if isinstance(r, Value)), None)
         elem = elem_type(out) if out is not None else (first.elem if first is not None else None)
@@ -161,11 +191,9 @@ class _Recorder:
             return self._value(op, elem, first.layout, first.view)
         return self._value(op, elem)
 
-    def matmul(self, a: Value, b: Value, work, out_dtype) -> Value:
-        for v in (a, b):
-            if not isinstance(v, Value) or v.elem is None or len(v.shape) != 2:
-                _fail("shape", f"matmul expects two traced 2-D values, got {v!r}")
-        (m, k), (k2, n) = a.shape, b.shape
+    def matmul(self, a: Value, b: Value, work: int | None, out_dtype: str | None) -> Value:
+        ea, eb = _matrix(a), _matrix(b)
+        (m, k), (k2, n) = ea.shape, eb.shape
         if k != k2:
             _fail("shape", f"matmul of {a.elem} and {b.elem}: inner extents {k} and {k2} differ")
         op = self._op("compute", name="gemm", work=m * k * n if work is None else work)
@@ -175,17 +203,17 @@ class _Recorder:
         view = None if a.view is None or b.view is None else (a.view[0], b.view[1])
         contracted = [lay[i] for lay, i in ((a.layout, 1), (b.layout, 0)) if lay is not None]
         pending = {p.axis: op.line for p in contracted if isinstance(p, S)}
-        return self._value(op, ElemType(out_dtype or a.elem.dtype, (m, n)), layout, view, pending)
+        return self._value(op, ElemType(out_dtype or ea.dtype, (m, n)), layout, view, pending)
 
     def reduce(self, x: Value, axis: int) -> Value:
-        if not isinstance(x, Value) or x.elem is None or not 0 <= axis < len(x.shape):
+        if not isinstance(x, Value) or x.elem is None or not 0 <= axis < len(x.elem.shape):
             _fail("shape", f"reduce_sum over axis {axis} needs a traced value with that axis, got {x!r}")
-        op = self._op("reduce", name="sum", work=math.prod(x.shape))
+        op = self._op("reduce", name="sum", work=math.prod(x.elem.shape))
         self._use(x, op, "compute", "reduce_sum")
-        pending = {}
+        pending: dict[int, int] = {}
         if x.layout is not None and isinstance(x.layout[axis], S):
             pending[x.layout[axis].axis] = op.line
-        elem = ElemType(x.elem.dtype, _drop(x.shape, axis))
+        elem = ElemType(x.elem.dtype, x.elem.shape[:axis] + x.elem.shape[axis + 1:])
         return self._value(op, elem, _drop(x.layout, axis), _drop(x.view, axis), pending)
 
     def allreduce(self, x: Value, op_name: str, axis: int) -> Value:
@@ -196,7 +224,7 @@ class _Recorder:
             _fail("collective", f"allreduce over grid axis {axis}, but task '{self.task.name}' has the "
                                 f"{len(self.grid)}-axis grid {list(self.grid)}")
         group = self._group(axis, x)
-        work = math.prod(x.shape) if isinstance(x, Value) and x.elem is not None else 1
+        work = math.prod(x.elem.shape) if isinstance(x, Value) and x.elem is not None else 1
         op = self._op("allreduce", name=op_name, group=group.name, work=work)
         group.calls.setdefault(self.inst.name, []).append((op.line, op_name))
         if not isinstance(x, Value):

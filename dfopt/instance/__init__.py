@@ -24,8 +24,7 @@ from dfopt.errors import InstanceError  # noqa: F401  (the doctests and callers 
 from dfopt.instance.convert import dump, graph_from_dict, graph_to_dict, to_dict
 from dfopt.instance.reading import from_dict, load, loads, validate_dict
 from dfopt.instance.solutions import dump_solution, load_solution, solution_from_dict
-from dfopt.instance.types import (FORMAT, NEEDS_DAG, NEEDS_GRAPH, NEEDS_PLATFORM, NEEDS_PROGRAM,
-                                  PROBLEMS, Instance)
+from dfopt.instance.types import FORMAT, NEEDS_DAG, NEEDS_GRAPH, NEEDS_PLATFORM, NEEDS_PROGRAM, PROBLEMS, Instance
 
 __all__ = ["Instance", "load", "loads", "from_dict", "to_dict", "dump", "validate_dict",
            "graph_from_dict", "graph_to_dict", "load_solution", "solution_from_dict", "dump_solution",

@@ -18,7 +18,9 @@ def _program_issues(program: dict, base: tuple) -> list:
     params = [p for p in program.get("params", []) if isinstance(p, str)] \
         if isinstance(program.get("params"), list) else []
     issues = _duplicate_params(program.get("params"), base)
-    arrays = program.get("arrays") if isinstance(program.get("arrays"), dict) else {}
+    arrays = program.get("arrays")
+    if not isinstance(arrays, dict):
+        arrays = {}
     check = partial(_isl_issues, params=params)
     if isinstance(program.get("context"), str):
         issues += check("set", program["context"], base + ("context",), "")[1]
@@ -69,7 +71,8 @@ def _statement_issues(statement: dict, base: tuple, check, arrays: dict) -> list
             issues.append((base + ("domain",), f"{who}: the domain's tuple is named "
                                                f"{domain.get_tuple_name()!r}; it must be the statement name {name!r}"))
     for kind in ("reads", "writes"):
-        for j, text in enumerate(statement.get(kind) if isinstance(statement.get(kind), list) else []):
+        texts = statement.get(kind)
+        for j, text in enumerate(texts if isinstance(texts, list) else []):
             if isinstance(text, str):
                 issues += _access_issues(text, base + (kind, j), who, name, check, arrays)
     if isinstance(statement.get("schedule"), str):

@@ -9,15 +9,16 @@ from dfopt.ir.graph import DataflowGraph
 from dfopt.ir.opgraph import OpGraph
 from dfopt.ir.platform import Platform
 from dfopt.ir.program import Program
+from dfopt.models import registry
 
 FORMAT = "dfopt-instance/1"
-PROBLEMS = ("fifo", "fusion", "converter", "placement", "memory", "schedule", "mapping",
-            "sparse", "tiling", "pipeline")
-NEEDS_GRAPH = frozenset({"fifo", "fusion", "converter", "placement", "memory", "mapping"})
-NEEDS_OPERATORS = frozenset({"tiling", "pipeline"})
-NEEDS_DAG = frozenset({"fifo", "fusion", "mapping"})
-NEEDS_PROGRAM = frozenset({"schedule"})
-NEEDS_PLATFORM = frozenset({"placement", "memory"})
+# What the loader checks, read off the problem registry (dfopt.models.registry).
+PROBLEMS = registry.names()
+NEEDS_GRAPH = registry.needing("graph")
+NEEDS_OPERATORS = registry.needing("operators")
+NEEDS_DAG = frozenset(n for n in PROBLEMS if registry.info(n).dag)
+NEEDS_PROGRAM = registry.needing("program")
+NEEDS_PLATFORM = registry.needing("platform")
 
 _INSTANCE_ENTITIES = {("graph", "kernels"): "kernel", ("graph", "streams"): "stream",
                       ("platform", "slots"): "slot", ("program", "statements"): "statement",

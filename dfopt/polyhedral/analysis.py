@@ -28,9 +28,15 @@ common length ``n``. Dependences are moved to the time space, ``T = S^-1 . D . S
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import islpy as isl
+
+#: What the functions here take for a union map: one, a map, isl text, or a mapping of them
+#: (their union; an empty mapping stands for no map at all).
+MapLike: TypeAlias = "isl.UnionMap | isl.Map | str | dict"
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,8 @@ class Band:
         return {"dims": list(self.dims), "permutable": self.permutable, "parallel": list(self.parallel)}
 
 
-def as_union_map(x) -> isl.UnionMap:
+def as_union_map(x: MapLike) -> isl.UnionMap | None:
+    """``x`` as one union map; None for an empty mapping."""
     if isinstance(x, isl.UnionMap):
         return x
     if isinstance(x, isl.Map):
@@ -51,10 +58,19 @@ def as_union_map(x) -> isl.UnionMap:
     if isinstance(x, dict):
         out = None
         for v in x.values():
-            v = as_union_map(v)
-            out = v if out is None else out.union(v)
+            u = as_union_map(v)
+            if u is not None:
+                out = u if out is None else out.union(u)
         return out
     return isl.UnionMap(x)
+
+
+def _schedule(x: MapLike) -> isl.UnionMap:
+    """A schedule as one union map (a mapping with no statement is a ValueError)."""
+    s = as_union_map(x)
+    if s is None:
+        raise ValueError("a schedule needs at least one statement")
+    return s
 
 
 def maps(umap: isl.UnionMap) -> list[isl.Map]:
@@ -70,9 +86,9 @@ def out_dims(sched: isl.UnionMap) -> int:
     return dims.pop()
 
 
-def time_dependences(deps, sched) -> isl.Map | None:
+def time_dependences(deps: MapLike, sched: MapLike) -> isl.Map | None:
     """Dependences as source-time -> sink-time pairs (None when there are none)."""
-    d, s = as_union_map(deps), as_union_map(sched)
+    d, s = as_union_map(deps), _schedule(sched)
     if d is None or d.is_empty():
         return None
     t = d.apply_domain(s).apply_range(s)
@@ -113,9 +129,9 @@ def _distance_bounds(pairs: isl.Map, d: int) -> tuple[bool, bool]:
     return neg.is_empty(), neg.is_empty() and pos.is_empty()
 
 
-def parallel_flags(deps, sched) -> list[bool]:
+def parallel_flags(deps: MapLike, sched: MapLike) -> list[bool]:
     """One flag per time dimension: True when no dependence is carried there."""
-    s = as_union_map(sched)
+    s = _schedule(sched)
     n = out_dims(s)
     t = time_dependences(deps, s)
     flags = []
@@ -125,9 +141,9 @@ def parallel_flags(deps, sched) -> list[bool]:
     return flags
 
 
-def scalar_dims(sched) -> list[bool]:
+def scalar_dims(sched: MapLike) -> list[bool]:
     """Per time dimension: True when every statement's value there is a constant."""
-    s = as_union_map(sched)
+    s = _schedule(sched)
     n = out_dims(s)
     flags = [True] * n
     for m in maps(s):
@@ -137,12 +153,12 @@ def scalar_dims(sched) -> list[bool]:
     return flags
 
 
-def bands(deps, sched, par: list | None = None) -> list[Band]:
+def bands(deps: MapLike, sched: MapLike, par: list | None = None) -> list[Band]:
     """Maximal permutable runs of consecutive loop (non-scalar) dimensions, outermost first.
     A loop dimension that cannot join its predecessor's band starts a band of its own
     (``permutable`` is then True: one loop alone is trivially permutable). ``par``: the
     :func:`parallel_flags` when already computed."""
-    s = as_union_map(sched)
+    s = _schedule(sched)
     n = out_dims(s)
     t = time_dependences(deps, s)
     scalar = scalar_dims(s)
@@ -171,16 +187,17 @@ def _affine_out(n: int, exprs: list[str], params: list[str]) -> isl.Map:
 
 def _params(umap: isl.UnionMap) -> list[str]:
     sp = umap.get_space()
-    return [sp.get_dim_name(isl.dim_type.param, k) for k in range(sp.dim(isl.dim_type.param))]
+    names = [sp.get_dim_name(isl.dim_type.param, k) for k in range(sp.dim(isl.dim_type.param))]
+    return [name for name in names if name is not None]   # isl parameters are named
 
 
-def tile(sched, band_list: list[Band], sizes, wavefront: bool = False) -> isl.UnionMap:
+def tile(sched: MapLike, band_list: list[Band], sizes: int | Sequence[int], wavefront: bool = False) -> isl.UnionMap:
     """Tile every permutable band with two or more members: each band's tile loops
     ``floor(x_d / size)`` are inserted before its point loops. ``sizes`` is one integer for all
     members or a list, member by member (reused cyclically when shorter). With ``wavefront`` the
     outermost tile loop of each band becomes the sum of its first two tile loops, so the second
     tile loop carries no dependence of the band (pipelined parallelism)."""
-    s = as_union_map(sched)
+    s = _schedule(sched)
     n = out_dims(s)
     tiled = {b.dims[0]: b for b in band_list if b.permutable and len(b.dims) >= 2}
     exprs, d = [], 0
@@ -190,10 +207,9 @@ def tile(sched, band_list: list[Band], sizes, wavefront: bool = False) -> isl.Un
             exprs.append(f"x{d}")
             d += 1
             continue
-        size = sizes if isinstance(sizes, int) else None
         tiles = []
         for i, k in enumerate(b.dims):
-            sz = size if size is not None else int(list(sizes)[i % len(sizes)])
+            sz = sizes if isinstance(sizes, int) else int(list(sizes)[i % len(sizes)])
             tiles.append(f"floor(x{k} / {sz})" if sz > 1 else f"x{k}")
         if wavefront and len(tiles) >= 2:
             tiles[0] = f"{tiles[0]} + {tiles[1]}"
@@ -203,10 +219,10 @@ def tile(sched, band_list: list[Band], sizes, wavefront: bool = False) -> isl.Un
     return s.apply_range(isl.UnionMap.from_map(t.align_params(s.get_space()))).coalesce()
 
 
-def permute(sched, order: list) -> isl.UnionMap:
+def permute(sched: MapLike, order: list) -> isl.UnionMap:
     """The schedule with its dimensions in ``order`` (new position k holds old dimension
     ``order[k]``). Legal when only members of one permutable band move among themselves."""
-    s = as_union_map(sched)
+    s = _schedule(sched)
     n = out_dims(s)
     if sorted(order) != list(range(n)):
         raise ValueError(f"{order} is not a permutation of 0..{n - 1}")
@@ -214,11 +230,11 @@ def permute(sched, order: list) -> isl.UnionMap:
     return s.apply_range(isl.UnionMap.from_map(t.align_params(s.get_space()))).coalesce()
 
 
-def dimension_coefficients(sched) -> dict:
+def dimension_coefficients(sched: MapLike) -> dict:
     """Per statement: for each time dimension, the coefficients of the statement's iterators
     (None when that dimension is not one affine function of them, e.g. after tiling)."""
     out = {}
-    for m in maps(as_union_map(sched)):
+    for m in maps(_schedule(sched)):
         name = m.get_tuple_name(isl.dim_type.in_)
         n_in, n_out = m.dim(isl.dim_type.in_), m.dim(isl.dim_type.out)
         out[name] = _affine_rows(m, n_in, n_out)
@@ -236,19 +252,22 @@ def _affine_rows(m: isl.Map, n_in: int, n_out: int) -> list:
     return coeffs[0] if coeffs and all(c == coeffs[0] for c in coeffs) else [None] * n_out
 
 
-def pad(sched) -> isl.UnionMap:
+def pad(sched: MapLike) -> isl.UnionMap:
     """Every statement's time vector extended with zeros to the longest length."""
-    s = as_union_map(sched)
+    s = _schedule(sched)
     ms = maps(s)
     n = max(m.dim(isl.dim_type.out) for m in ms)
-    out = None
+    parts = []
     for m in ms:
         k = m.dim(isl.dim_type.out)
         if k < n:
             m = m.add_dims(isl.dim_type.out, n - k)
             for j in range(k, n):
                 m = m.fix_val(isl.dim_type.out, j, isl.Val.zero(m.get_ctx()))
-        m = m.set_tuple_name(isl.dim_type.out, None) if m.has_tuple_name(isl.dim_type.out) else m
-        u = isl.UnionMap.from_map(m)
-        out = u if out is None else out.union(u)
+        if m.has_tuple_name(isl.dim_type.out):
+            m = m.set_tuple_name(isl.dim_type.out, None)  # type: ignore[arg-type]  # None drops the name
+        parts.append(isl.UnionMap.from_map(m))
+    out = parts[0]      # ms is not empty: max() above needs a map
+    for u in parts[1:]:
+        out = out.union(u)
     return out

@@ -33,6 +33,8 @@ False
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import islpy as isl
 
 from dfopt.ir.program import Program
@@ -107,7 +109,7 @@ def _before(sched: isl.UnionMap) -> isl.UnionMap:
     return sched.lex_lt_union_map(sched)
 
 
-def dependences(program: Program, kinds=KINDS) -> dict[str, isl.UnionMap]:
+def dependences(program: Program, kinds: Collection[str] = KINDS) -> dict[str, isl.UnionMap]:
     """Memory-based dependences {kind: source -> sink} for ``kinds`` among raw, war, waw."""
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Cone:
     ineqs: np.ndarray   # shape (k, width)
     width: int
 
-    def contains(self, a) -> bool:
+    def contains(self, a: npt.ArrayLike) -> bool:
         v = np.asarray(a, dtype=np.int64)
         return bool(np.all(self.eqs @ v == 0) and np.all(self.ineqs @ v >= 0))
 
@@ -51,7 +52,8 @@ def cone(relation: isl.BasicMap | isl.Map | isl.BasicSet | isl.Set) -> Cone:
     obj = relation.wrap() if isinstance(relation, (isl.BasicMap, isl.Map)) else relation
     coeffs = obj.coefficients()
     width = coeffs.dim(isl.dim_type.set)
-    eqs, ineqs = [], []
+    eqs: list[list[int]] = []
+    ineqs: list[list[int]] = []
     for con in coeffs.get_constraints():
         row = [_int(con.get_coefficient_val(isl.dim_type.set, k)) for k in range(width)]
         if _int(con.get_constant_val()) != 0:  # a cone has no constant terms

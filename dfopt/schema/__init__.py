@@ -1,16 +1,20 @@
 """Versioned JSON Schemas (draft 2020-12) for instance and solution files, and readable errors.
 
 The schema files are versioned by name (``instance-1.json`` reads ``dfopt-instance/1``). Every
-object is closed (``additionalProperties: false``) except kernel ``attrs``, the ``schedule``
-options and the solution sections other than ``fifo``. :func:`schema_issues` turns jsonschema's
-errors into ``(path, message)`` pairs that say what was expected and what was found.
+object of an instance is closed (``additionalProperties: false``) except kernel ``attrs``; of a
+solution, the ``fifo``, ``mapping``, ``pipeline`` and ``stats`` objects admit extra fields. The
+parts the problem registry defines — the problem names, each problem's ``options`` object (from
+its Options fields), the solution's sections — are filled in from :mod:`dfopt.models.registry`
+when a schema is first read. :func:`schema_issues` turns jsonschema's errors into ``(path,
+message)`` pairs that say what was expected and what was found.
 
 >>> sorted(get_schema("instance")["properties"])[:3]
 ['description', 'format', 'graph']
 >>> for p in problems({"format": "dfopt-instance/1", "name": "x", "problem": "fifo", "colour": 1},
 ...                   "instance"):
-...     print(p)
-/colour: unknown field 'colour' (expected one of: description, format, graph, name, operators, options, platform, problem, program)
+...     print(p)  # doctest: +NORMALIZE_WHITESPACE
+/colour: unknown field 'colour' (expected one of: description, format, graph, name, operators, options,
+platform, problem, program)
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-from collections.abc import Callable
-from functools import lru_cache
+from collections.abc import Callable, Iterable
+from functools import cache, lru_cache
 from importlib import resources
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
@@ -49,21 +54,40 @@ def get_schema(kind: str) -> dict:
     return copy.deepcopy(_load(kind))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(kind: str) -> dict:
     schema = _read(_FILES[kind])
     if kind == "instance":      # the operator-graph schema lives in its own file
         fragment = {k: v for k, v in _read("operators-1.json").items() if k not in ("$schema", "$id")}
         schema["$defs"]["operators"] = fragment
         schema["properties"]["operators"] = {"$ref": "#/$defs/operators"}
+    _from_registry(kind, schema)
     return schema
+
+
+def _from_registry(kind: str, schema: dict) -> None:
+    """The parts of a schema that the problem registry defines: the problem names and (instance)
+    each problem's ``options`` object, from its Options fields."""
+    from dfopt.models import registry
+
+    names = list(registry.names())
+    if kind == "instance":
+        schema["$defs"]["problem"] = {"type": "string", "enum": names}
+        props = {}
+        for name in names:
+            problem = registry.get_problem(name)
+            props[name] = problem.options_schema()
+        schema["$defs"]["options"] = {"type": "object", "description": "options per problem name",
+                                      "properties": props, "additionalProperties": False}
+    else:
+        schema["properties"]["problem"] = {"type": "string", "enum": names}
 
 
 def _read(name: str) -> dict:
     return json.loads(resources.files("dfopt.schema").joinpath(name).read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(kind: str, definition: str | None) -> Draft202012Validator:
     schema = _load(kind)
     if definition is not None:
@@ -72,7 +96,7 @@ def _validator(kind: str, definition: str | None) -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
-def schema_issues(data, kind: str, definition: str | None = None,
+def schema_issues(data: Any, kind: str, definition: str | None = None,
                   label: Labeler | None = None) -> list[Issue]:
     """Every schema fault of ``data`` as ``(path, message)``, in document path order.
 
@@ -80,7 +104,7 @@ def schema_issues(data, kind: str, definition: str | None = None,
     maps a path to the name of the entity it sits in (``"stream 'e2'"``), used as a prefix.
 
     >>> schema_issues({"kernels": [{"name": "a", "ii": 0}]}, "instance", "graph")
-    [(('kernels', 0, 'ii'), 'expected integer >= 1, got 0')]
+    [(('kernels', 0, 'ii'), 'expected integer >= 1 and <= 1099511627776, got 0')]
     """
     if kind not in _FILES:
         raise unknown_name_error("schema kind", kind, SCHEMA_KINDS)
@@ -128,7 +152,25 @@ def _split_large_arrays(data, kind: str, definition: str | None):
     return slim, deferred
 
 
-def problems(data, kind: str, definition: str | None = None,
+def schema_issues_for(value: Any, fragment: dict) -> list[Issue]:
+    """The faults of ``value`` against a schema fragment (e.g. an option's), as ``(path, message)``.
+
+    >>> schema_issues_for([1, "x"], {"type": "array", "items": {"type": "integer"}})
+    [((1,), "expected integer, got 'x'")]
+    """
+    validator = _fragment_validator(json.dumps(fragment, sort_keys=True))
+    issues = []
+    for err in _keep_best(validator.iter_errors(value)):
+        issues += _messages(err)
+    return sorted_issues(issues)
+
+
+@lru_cache(maxsize=256)
+def _fragment_validator(text: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(text))
+
+
+def problems(data: Any, kind: str, definition: str | None = None,
              label: Labeler | None = None) -> list[Problem]:
     """:func:`schema_issues` as :class:`~dfopt.errors.Problem` entries (JSON pointers)."""
     return to_problems(schema_issues(data, kind, definition, label))
@@ -150,7 +192,7 @@ def path_key(path: Path) -> tuple:
     return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
 
 
-def sorted_issues(issues) -> list[Issue]:
+def sorted_issues(issues: Iterable[Issue]) -> list[Issue]:
     """Issues sorted by path (stable), without exact duplicates."""
     seen, out = set(), []
     for issue in sorted(issues, key=lambda i: path_key(i[0])):
@@ -160,7 +202,7 @@ def sorted_issues(issues) -> list[Issue]:
     return out
 
 
-def to_problems(issues) -> list[Problem]:
+def to_problems(issues: Iterable[Issue]) -> list[Problem]:
     return [Problem(pointer(path), message) for path, message in sorted_issues(issues)]
 
 
@@ -219,7 +261,7 @@ def _enum_message(err, path: Path) -> str:
     return f"expected one of: {listing}; got {found(err.instance)}"
 
 
-def did_you_mean(name: str, choices) -> str:
+def did_you_mean(name: str, choices: Iterable[object]) -> str:
     """``", did you mean 'x'?"`` for the closest choices, or an empty string.
 
     >>> did_you_mean("tokns", ["tokens", "width"])
@@ -263,7 +305,7 @@ def _describe_type(name: str, schema: dict) -> str:
     return _TYPE_NAMES.get(name, name)
 
 
-def found(value) -> str:
+def found(value: object) -> str:
     """How a found JSON value is shown in a message.
 
     >>> found("abc"), found(None), found(True), found([1, 2]), found({"a": 1})

@@ -1,4 +1,4 @@
-"""Token-level simulator of dataflow graphs: the FIFO oracle of DESIGN section 4.
+"""Token-level simulator of dataflow graphs: the FIFO oracle (docs/design.md, the token timing model).
 
 ``simulate`` runs the exact event model (bounded or unbounded FIFOs, any graph, cycles
 included) and returns a :class:`SimResult`; ``no_stall_depths`` is the max occupancy of the

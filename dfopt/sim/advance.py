@@ -81,7 +81,7 @@ def _plan(prog: EventProgram, room: np.ndarray) -> _Plan:
                  2 * prog.base[j] + w, prog.tokens[j], wake_of)
 
 
-def time_dtype(prog: EventProgram):
+def time_dtype(prog: EventProgram) -> type[np.signedinteger]:
     """int32 when no event of any run can be later than 2**31 - 2, else int64.
 
     An event's time is its longest path in the event graph: a start offset, then the kernels'
@@ -159,8 +159,12 @@ def _advance_chunk(prog: EventProgram, st: State, plan: _Plan, kernels: np.ndarr
     code = prog.ev_code[ev]
     n = prog.ev_n[ev]
     fin = limit == prog.ev_lo[kernels + 1]
-    j = prog.tok_stream[code >> 1] if plan.bounded else None
-    dep = _dependency(prog, code, j, plan.room) if plan.bounded else code | 1
+    j: np.ndarray | None = None
+    if plan.bounded:
+        j = prog.tok_stream[code >> 1]
+        dep = _dependency(prog, code, j, plan.room)
+    else:
+        dep = code | 1
     excess = np.add(st.tt[dep], 1, dtype=np.int64)
     del dep
     excess -= n
@@ -212,10 +216,12 @@ def _recount(prog: EventProgram, st: State, finished: np.ndarray, p: _Partial) -
         touched.append(side[st.count[side] < full])
         st.count[side] = full
     if p.stopped.any():
-        part = np.flatnonzero(np.repeat(p.stopped, p.lens)) if len(finished) else slice(None)
-        last = np.flatnonzero(prog.ev_next[p.ev[part]] >= np.repeat(p.limit, p.lens)[part])
+        limit = np.repeat(p.limit, p.lens)
         if len(finished):
-            last = part[last]
+            part = np.flatnonzero(np.repeat(p.stopped, p.lens))
+            last = part[np.flatnonzero(prog.ev_next[p.ev[part]] >= limit[part])]
+        else:
+            last = np.flatnonzero(prog.ev_next[p.ev] >= limit)
         c = p.code[last]
         tok = c >> 1
         j = prog.tok_stream[tok].astype(np.int64)

@@ -16,6 +16,7 @@ slot). The converter is *correct* when every element the consumer reads is the o
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,7 +59,8 @@ def stream_elements(t: ITensorType, shared_loops: int) -> tuple[np.ndarray, np.n
     return np.repeat(phase, len(inner)), flat
 
 
-def simulate_converter(src: ITensorType, dst: ITensorType, shape, shared_loops: int) -> ConverterRun:
+def simulate_converter(src: ITensorType, dst: ITensorType, shape: Iterable[int],
+                       shared_loops: int) -> ConverterRun:
     """Run the converter with a buffer of ``shape`` and phases of ``shared_loops`` shared loops."""
     shape = tuple(int(s) for s in shape)
     if len(shape) != len(src.shape) or any(s < 1 for s in shape):

@@ -1,4 +1,4 @@
-"""``simulate`` and ``no_stall_depths``: the token timing model of DESIGN section 4.
+"""``simulate`` and ``no_stall_depths``: the token timing model (docs/design.md).
 
 Every run is exact. The unbounded run is the dependency-driven advance of
 :mod:`dfopt.sim.advance` with no FIFO limits; on a DAG its rounds are as many as the longest
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from dfopt.sim.advance import State, run, time_dtype
 from dfopt.sim.events import EventProgram, chunks, compile_events
 from dfopt.sim.levels import earliest_times, levels
 from dfopt.sim.result import Blocked, SimResult
+
+if TYPE_CHECKING:
+    from dfopt.ir.graph import DataflowGraph
 
 logger = logging.getLogger(__name__)
 
@@ -163,9 +167,10 @@ def _result(prog: EventProgram, st: State, room: np.ndarray, used: dict, occ: np
 
 def dag_levels(prog: EventProgram) -> np.ndarray | None:
     """Topological levels of the program's kernels (cached on it); None for a cyclic graph."""
-    if not hasattr(prog, "_levels"):
-        prog._levels = levels(prog)
-    return prog._levels
+    cache = prog.__dict__          # as EventProgram caches its name indices
+    if "_levels" not in cache:
+        cache["_levels"] = levels(prog)
+    return cache["_levels"]
 
 
 def _unbounded(prog: EventProgram) -> State:
@@ -184,9 +189,9 @@ def _unbounded(prog: EventProgram) -> State:
                  rounds=int(level.max(initial=0)) + 1)
 
 
-def simulate(graph, depths: dict | None = None, *, unbounded: bool = False,
+def simulate(graph: DataflowGraph | EventProgram, depths: dict | None = None, *, unbounded: bool = False,
              record: bool = False) -> SimResult:
-    """Simulate ``graph`` under the token timing model of DESIGN section 4.
+    """Simulate ``graph`` under the token timing model (docs/design.md, the token timing model).
 
     ``depths`` maps stream names to FIFO depths (>= 1); a stream not in it uses its own
     ``depth`` (``None``: unbounded). ``unbounded=True`` ignores every depth. ``graph`` may also be
@@ -219,7 +224,7 @@ def simulate(graph, depths: dict | None = None, *, unbounded: bool = False,
     return _result(prog, st, room, used, None, record, "bounded", t0)
 
 
-def no_stall_depths(graph) -> dict[str, int]:
+def no_stall_depths(graph: DataflowGraph | EventProgram) -> dict[str, int]:
     """Per stream, the max occupancy of one unbounded run (at least 1): the no-stall depth.
 
     Raises :class:`~dfopt.errors.InfeasibleError` when the graph deadlocks even unbounded.

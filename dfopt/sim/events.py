@@ -1,4 +1,5 @@
-"""Each kernel's nominal event sequence (DESIGN section 4), compiled into flat numpy arrays.
+"""Each kernel's nominal event sequence (docs/design.md, the token timing model), compiled into
+flat numpy arrays.
 
 A kernel performs the reads and writes of all its streams in nominal order: sorted by
 ``(offset, reads before writes, stream order in the graph, token index)``, where the read of
@@ -31,10 +32,14 @@ import dataclasses
 import logging
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dfopt.errors import InstanceError
+
+if TYPE_CHECKING:
+    from dfopt.ir.graph import DataflowGraph
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +266,7 @@ def _next_on_side(ev_pos: np.ndarray, base: np.ndarray, idx) -> np.ndarray:
     return ev_next
 
 
-def compile_events(graph, *, cache: bool = True) -> EventProgram:
+def compile_events(graph: DataflowGraph, *, cache: bool = True) -> EventProgram:
     """Every kernel's nominal event sequence of ``graph`` as an :class:`EventProgram`.
 
     With ``cache`` (the default) the program is remembered for this graph object (weakly: it
@@ -292,7 +297,7 @@ def compile_events(graph, *, cache: bool = True) -> EventProgram:
     return prog
 
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _same_shape(a: tuple, b: tuple) -> bool:

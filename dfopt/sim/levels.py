@@ -68,6 +68,8 @@ def earliest_times(prog: EventProgram, level: np.ndarray | None = None,
     schedule that satisfies the timing model and starts no event before its release.
     """
     level = levels(prog) if level is None else level
+    if level is None:
+        raise ValueError("earliest_times needs an acyclic graph (the kernels have no levels)")
     tt = np.full(prog.n_events + 1, -1, dtype=np.int64)
     for code, n, seg in _level_events(prog, level):
         read = (code & 1) == 0
@@ -85,6 +87,8 @@ def earliest_times(prog: EventProgram, level: np.ndarray | None = None,
 def latest_times(prog: EventProgram, makespan: int, level: np.ndarray | None = None) -> np.ndarray:
     """Latest event times (by code) of a DAG such that every event ends by ``makespan - 1``."""
     level = levels(prog, backwards=True) if level is None else level
+    if level is None:
+        raise ValueError("latest_times needs an acyclic graph (the kernels have no levels)")
     sigma = np.full(prog.n_events + 1, -1, dtype=np.int64)
     span = int(makespan) + int(prog.ev_n.max(initial=0)) + 2
     for code, n, seg in _level_events(prog, level):

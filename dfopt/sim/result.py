@@ -13,9 +13,12 @@ Step(kind='chain', name='b', index=2)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from dfopt.sim.events import EventProgram
 
 __all__ = ["SimResult", "Blocked", "Step"]
 
@@ -44,7 +47,7 @@ class Step(NamedTuple):
 
     kind: str
     name: str
-    index: int
+    index: int  # type: ignore[assignment]  # a field that shadows tuple.index, as the API names it
 
 
 @dataclass
@@ -71,43 +74,48 @@ class SimResult:
     stats: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._prog = self._tt = self._room = None
+        self._prog: EventProgram | None = None
+        self._tt: np.ndarray | None = None
+        self._room: np.ndarray | None = None
         self._binding: dict = {}
 
-    def _attach(self, prog, tt: np.ndarray, room: np.ndarray) -> None:
+    def _attach(self, prog: EventProgram, tt: np.ndarray, room: np.ndarray) -> None:
         """Keep every event's time (``record=True``) for :meth:`times` and :meth:`critical_path`.
 
         ``tt[2t]`` is the read time of flat token t, ``tt[2t+1]`` its write time (-1: never).
         """
         self._prog, self._tt, self._room = prog, tt, room
 
-    def _need_record(self) -> None:
-        if self._prog is None:
+    def _recorded(self) -> tuple[EventProgram, np.ndarray, np.ndarray]:
+        """The kept program, event times and room (depths); a ValueError without ``record=True``."""
+        if self._prog is None or self._tt is None or self._room is None:
             raise ValueError("token times were not kept; simulate(..., record=True)")
+        return self._prog, self._tt, self._room
 
-    def event_times(self):
+    def event_times(self) -> tuple[EventProgram, np.ndarray]:
         """``(program, times)``: the compiled events and every event's time by event code
         (``times[2t]`` read, ``times[2t+1]`` write of flat token t; -1: never). Needs ``record=True``."""
-        self._need_record()
-        return self._prog, self._tt
+        prog, tt, _ = self._recorded()
+        return prog, tt
 
     def times(self, stream: str) -> tuple[np.ndarray, np.ndarray]:
         """``(write_times, read_times)`` of every token of ``stream`` (-1: never happened)."""
-        self._need_record()
-        j = self._prog.stream_index(stream)
-        lo, hi = 2 * int(self._prog.base[j]), 2 * int(self._prog.base[j + 1])
-        return self._tt[lo + 1:hi:2].astype(np.int64), self._tt[lo:hi:2].astype(np.int64)
+        prog, tt, _ = self._recorded()
+        j = prog.stream_index(stream)
+        lo, hi = 2 * int(prog.base[j]), 2 * int(prog.base[j + 1])
+        return tt[lo + 1:hi:2].astype(np.int64), tt[lo:hi:2].astype(np.int64)
 
     # -- critical path ------------------------------------------------------------------
     def _time(self, event: int) -> int:
-        return int(self._tt[int(self._prog.ev_code[event])])
+        prog, tt, _ = self._recorded()
+        return int(tt[int(prog.ev_code[event])])
 
     def _kernel_binding(self, i: int) -> np.ndarray:
         """Flat indices of kernel i's events whose own dependency (not the chain) set the time."""
         if i not in self._binding:
-            p = self._prog
+            p, tt, _ = self._recorded()
             lo, hi = int(p.ev_lo[i]), int(p.ev_lo[i + 1])
-            t = self._tt[p.ev_code[lo:hi]].astype(np.int64)
+            t = tt[p.ev_code[lo:hi]].astype(np.int64)
             n = p.ev_n[lo:hi].astype(np.int64)
             chain = np.empty_like(t)
             chain[0] = n[0]
@@ -122,10 +130,9 @@ class SimResult:
         when that made it later than the kernel's pace, else the previous event of the kernel
         (ties go to the kernel's own pace). Needs ``record=True`` and no deadlock.
         """
-        self._need_record()
+        p, _, _ = self._recorded()
         if self.deadlock or not self.end:
             return []
-        p = self._prog
         last_kernel = max(self.end, key=self.end.__getitem__)
         event = int(p.ev_lo[p.kernel_index(last_kernel) + 1]) - 1
         path: list[Step] = []
@@ -146,12 +153,12 @@ class SimResult:
 
     def _follow(self, event: int, path: list) -> int:
         """Step over the dependency of a binding event; return the event it waited for."""
-        p = self._prog
+        p, _, room = self._recorded()
         stream, j, token, is_write = p.decode(event)
         code = int(p.ev_code[event])
         if is_write:
             path.append(Step("space", stream, token))
-            return int(p.ev_pos[code - 1 - 2 * int(self._room[j])])
+            return int(p.ev_pos[code - 1 - 2 * int(room[j])])
         path.append(Step("raw", stream, token))
         return int(p.ev_pos[code + 1])
 

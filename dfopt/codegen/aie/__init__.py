@@ -1,4 +1,4 @@
-"""MLIR-AIE target for the AMD NPU (DESIGN 5.7): a physical design and its MLIR text.
+"""MLIR-AIE target for the AMD NPU: a physical design and its MLIR text.
 
 - :mod:`dfopt.codegen.aie.design` — :class:`AieDesign` (tiles, object FIFOs, links through mem
   tiles, cores, the runtime sequence) and mlir-aie's DMA-channel and memory rules;

@@ -22,9 +22,23 @@ from __future__ import annotations
 import math
 import re
 
-from dfopt.codegen.aie.design import (MLIR_DTYPES, PORTS, TILE_KINDS, AieDesign, Core, DmaTransfer, DmaWait,
-                                      HostBuffer, Link, ObjectFifo, _npu, dma_channels, kernel_signature,
-                                      memory_bytes, tile_kind_at)
+from dfopt.codegen.aie.design import (
+    MLIR_DTYPES,
+    PORTS,
+    TILE_KINDS,
+    AieDesign,
+    Core,
+    DmaTransfer,
+    DmaWait,
+    HostBuffer,
+    Link,
+    ObjectFifo,
+    _npu,
+    dma_channels,
+    kernel_signature,
+    memory_bytes,
+    tile_kind_at,
+)
 from dfopt.errors import CodegenError
 from dfopt.ir.itensor import DTYPE_BITS
 from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
@@ -156,7 +170,8 @@ def _check_offsets(where, name, offsets, other, whole: ObjectFifo, parts: list) 
 
 def _check_links(design: AieDesign) -> list[str]:
     fifos = {f.name: f for f in design.fifos}
-    out, used = [], {}
+    out: list[str] = []
+    used: dict[str, int] = {}
     for ln in design.links:
         out += _check_link(design, ln, fifos)
         for n in ln.inputs + ln.outputs:
@@ -166,7 +181,9 @@ def _check_links(design: AieDesign) -> list[str]:
 
 
 def _check_cores(design: AieDesign) -> list[str]:
-    out, seen, signatures = [], set(), {}
+    out: list[str] = []
+    seen: set = set()
+    signatures: dict = {}
     fifos = {f.name: f for f in design.fifos}
     tiles = {t.coord: t for t in design.tiles}
     for c in design.cores:
@@ -232,7 +249,7 @@ def _check_runtime(design: AieDesign, platform: Platform) -> list[str]:
     fifos = {f.name: f for f in design.fifos}
     tiles = {t.coord: t for t in design.tiles}
     bds = _npu(platform).get("shim_tile", {}).get("bds", 16)
-    issued = {}
+    issued: dict = {}
     for i, op in enumerate(rt.ops):
         where = f"runtime op {i}"
         if isinstance(op, DmaWait):

@@ -1,4 +1,4 @@
-"""A physical design for an AMD NPU (AIE2), the input of the MLIR-AIE emitter (DESIGN 5.7).
+"""A physical design for an AMD NPU (AIE2), the input of the MLIR-AIE emitter.
 
 What a mapping solution turns into: which tiles are used, the object FIFOs between them, the
 links that split (distribute) or merge (join) FIFOs through a memory tile, the cores with the
@@ -51,6 +51,7 @@ link), plus the 1 KiB default stack on compute tiles.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dfopt.ir.itensor import DTYPE_BITS
@@ -65,14 +66,14 @@ MLIR_DTYPES = {"i8": "i8", "u8": "ui8", "i16": "i16", "u16": "ui16", "i32": "i32
 STACK_BYTES = 1024
 
 
-def _coord(value) -> tuple[int, int]:
+def _coord(value: Tile | tuple[int, int]) -> tuple[int, int]:
     if isinstance(value, Tile):
         return value.coord
     col, row = value
     return (int(col), int(row))
 
 
-def memref_type(dtype: str, shape) -> str:
+def memref_type(dtype: str, shape: Iterable[int]) -> str:
     """The MLIR memref type of one object.
 
     >>> memref_type("bf16", (32, 32)), memref_type("u8", (64,))
@@ -217,7 +218,7 @@ class DmaTransfer:
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @classmethod
-    def linear(cls, fifo: str, buffer: str, count: int, offset: int = 0, id: int = 0) -> "DmaTransfer":
+    def linear(cls, fifo: str, buffer: str, count: int, offset: int = 0, id: int = 0) -> DmaTransfer:
         """``count`` consecutive elements from ``offset``.
 
         >>> DmaTransfer.linear("of_in", "a", 64).sizes
@@ -255,17 +256,17 @@ class AieDesign:
     """A whole physical design on ``device`` (an NPU platform preset name)."""
 
     device: str = "npu1"
-    tiles: tuple = ()
-    fifos: tuple = ()
-    links: tuple = ()
-    cores: tuple = ()
+    tiles: Sequence[Tile] = ()           # each sequence is stored as a tuple
+    fifos: Sequence[ObjectFifo] = ()
+    links: Sequence[Link] = ()
+    cores: Sequence[Core] = ()
     runtime: Runtime | None = None
 
     def __post_init__(self):
         for name in ("tiles", "fifos", "links", "cores"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
-    def tile(self, coord) -> Tile:
+    def tile(self, coord: Tile | tuple[int, int]) -> Tile:
         """The tile at ``coord``; KeyError if the design has none."""
         coord = _coord(coord)
         for t in self.tiles:
@@ -351,7 +352,7 @@ def requires_dma(design: AieDesign, fifo: ObjectFifo) -> bool:
 
 def dma_channels(design: AieDesign) -> dict:
     """Per tile coordinate, the FIFOs that take an S2MM (``in``) and an MM2S (``out``) channel."""
-    usage = {t.coord: {"in": [], "out": []} for t in design.tiles}
+    usage: dict[tuple[int, int], dict[str, list[str]]] = {t.coord: {"in": [], "out": []} for t in design.tiles}
     for f in design.fifos:
         if not requires_dma(design, f):
             continue
@@ -366,7 +367,7 @@ def memory_bytes(design: AieDesign) -> dict:
     only of a link: the input of a distribute or 1-to-1 link, the output of a join), plus the
     default stack on each core's tile. An over-estimate for FIFOs through shared memory."""
     used = {t.coord: 0 for t in design.tiles if t.kind != "shim"}
-    skip = set()
+    skip: set[tuple[str, tuple[int, int]]] = set()
     for ln in design.links:
         side = ln.inputs if len(ln.inputs) > 1 else ln.outputs
         skip.update((name, ln.via) for name in side)

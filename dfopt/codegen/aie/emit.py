@@ -66,9 +66,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from dfopt.codegen.aie.checks import validate
-from dfopt.codegen.aie.design import AieDesign, Core, DmaWait, kernel_signature
+from dfopt.codegen.aie.design import AieDesign, Core, DmaWait, Runtime, kernel_signature
 from dfopt.errors import CodegenError
-from dfopt.io import write_text_atomic
+from dfopt.io import StrPath, write_text_atomic
 from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
 
 #: ``AIEDevice`` enum values (AIEAttrs.td); the generic form of ``aie.device`` carries the number.
@@ -102,25 +102,25 @@ STEPS_GENERIC = {
 class _Plan:
     """SSA names and orderings of one design, so both printers say the same thing."""
 
-    def __init__(self, design: AieDesign, platform: Platform | None):
+    def __init__(self, design: AieDesign, platform: Platform | None) -> None:
         if platform is None and design.device in PRESET_NAMES:
             platform = load_preset(design.device)
         no_dma = set(platform.npu.get("shim_tile", {}).get("no_dma_columns", [])) if platform else set()
         self.design = design
         self.fifos = {f.name: f for f in design.fifos}
-        self.tile = {}
+        self.tile: dict[tuple[int, int], str] = {}
         for t in design.tiles:
             name = t.name
             if t.kind == "shim" and t.col in no_dma:
                 name = f"shim_pl_tile_{t.col}_{t.row}"
             self.tile[t.coord] = name
-        self.kernels = {}
+        self.kernels: dict[str, tuple] = {}
         for c in design.cores:
             self.kernels.setdefault(c.kernel, kernel_signature(design, c))
 
     def loop_constants(self, core: Core) -> list[tuple[str, int]]:
         """``(name, value)`` of the index constants ``0``, ``iterations``, ``1``, deduplicated."""
-        out = {}
+        out: dict[str, int] = {}
         for v in (0, core.iterations, 1):
             out.setdefault(f"c{v}", v)
         return list(out.items())
@@ -195,7 +195,7 @@ def emit_mlir(design: AieDesign, platform: Platform | None = None, *, check: boo
     for c in d.cores:
         out += _core_custom(p, c, 2)
     if d.runtime is not None:
-        out += _runtime_custom(d, 2)
+        out += _runtime_custom(d.runtime, 2)
     out += [f"{IND}}}", "}"]
     return "\n".join(out) + "\n"
 
@@ -214,8 +214,7 @@ def _core_custom(p: _Plan, core: Core, depth: int) -> list[str]:
     return out
 
 
-def _runtime_custom(d: AieDesign, depth: int) -> list[str]:
-    rt = d.runtime
+def _runtime_custom(rt: Runtime, depth: int) -> list[str]:
     ind, ind1 = IND * depth, IND * (depth + 1)
     args = ", ".join(f"%arg{i}: {b.memref}" for i, b in enumerate(rt.buffers))
     index = {b.name: i for i, b in enumerate(rt.buffers)}
@@ -266,7 +265,7 @@ def emit_generic_mlir(design: AieDesign, platform: Platform | None = None, *, ch
     for c in d.cores:
         out += _core_generic(p, c, 2)
     if d.runtime is not None:
-        out += _runtime_generic(d, 2)
+        out += _runtime_generic(d.runtime, 2)
     out += [f'{i2}"aie.end"() : () -> ()', f"{IND}}}) : () -> ()", "}) : () -> ()"]
     return "\n".join(out) + "\n"
 
@@ -289,8 +288,7 @@ def _array(values, width: int = 64) -> str:
     return f"array<i{width}: " + ", ".join(str(v) for v in values) + ">"
 
 
-def _runtime_generic(d: AieDesign, depth: int) -> list[str]:
-    rt = d.runtime
+def _runtime_generic(rt: Runtime, depth: int) -> list[str]:
     ind, ind1 = IND * depth, IND * (depth + 1)
     index = {b.name: i for i, b in enumerate(rt.buffers)}
     types = {b.name: b.memref for b in rt.buffers}
@@ -313,7 +311,7 @@ def _runtime_generic(d: AieDesign, depth: int) -> list[str]:
 
 # -- files -----------------------------------------------------------------------------------------
 
-def write_mlir(design: AieDesign, out_dir, platform: Platform | None = None, name: str = "aie") -> dict:
+def write_mlir(design: AieDesign, out_dir: StrPath, platform: Platform | None = None, name: str = "aie") -> dict:
     """Write ``<name>.mlir`` (custom syntax) and ``<name>.generic.mlir`` into ``out_dir`` atomically;
     returns ``{"custom": path, "generic": path}``."""
     custom = emit_mlir(design, platform)

@@ -1,4 +1,4 @@
-"""Emit a tiled dataflow graph as a self-contained Vitis-style HLS C++ project (DESIGN 5.7).
+"""Emit a tiled dataflow graph as a self-contained Vitis-style HLS C++ project (docs/pipeline.md).
 
 Layout of ``out_dir``:
 
@@ -44,7 +44,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,6 +56,11 @@ from dfopt.codegen.hls import kernels as K
 from dfopt.codegen.hls.kernels import CTYPES, Port, tile_struct
 from dfopt.errors import CodegenError
 from dfopt.ir.converter import same_stream
+
+if TYPE_CHECKING:
+    from dfopt.io import StrPath
+    from dfopt.ir.graph import DataflowGraph
+    from dfopt.ir.opgraph import OpGraph
 
 COMPUTE = {"matmul": K.matmul, "add": K.elementwise, "mul": K.elementwise, "gelu": K.elementwise,
            "silu": K.elementwise, "relu": K.elementwise, "softmax": K.row_op,
@@ -78,7 +85,7 @@ def ident(name: str) -> str:
     return out + "_" if out in _KEYWORDS else out
 
 
-def check_dtypes(opgraph) -> None:
+def check_dtypes(opgraph: OpGraph) -> None:
     """:class:`CodegenError` naming the first op (or graph tensor) whose dtype is not emitted."""
     supported = ", ".join(CTYPES)
     for op in opgraph.ops:
@@ -112,16 +119,16 @@ class _Design:
         self.fifos: list[tuple[str, str, str, int]] = []   # (var, name, tile, depth)
         self.process_slot_of: dict[str, str] = {}          # function -> kernel whose slot it takes
         self.converters: list[str] = []
-        self.tensor_of = {}
+        self.tensor_of: dict[str, str | None] = {}
         for k in graph.kernels.values():
             self.tensor_of[k.name] = k.attrs.get("output", k.attrs.get("tensor"))
         self.fn = {name: "k_" + ident(name) for name in graph.kernels}
         self.var = {name: "s_" + ident(name) for name in graph.streams}
         self._unique(list(self.fn.values()), "kernel functions")
         self._unique(list(self.var.values()), "streams")
-        self.ins = {k: [] for k in graph.kernels}        # kernel -> [(stream var, Port)]
-        self.in_tensor: dict[str, str] = {}              # consumer-side FIFO var -> tensor
-        self.outs = {k: [] for k in graph.kernels}
+        self.ins: dict[str, list] = {k: [] for k in graph.kernels}        # kernel -> [(stream var, Port)]
+        self.in_tensor: dict[str, str | None] = {}       # consumer-side FIFO var -> tensor
+        self.outs: dict[str, list] = {k: [] for k in graph.kernels}
         for s in graph.streams.values():
             self._wire(s, _depth(depths, s.name), _depth(depths, s.name + "__cvt", s.name))
         for k in graph.kernels.values():
@@ -192,6 +199,7 @@ class _Design:
         """A stream between two groups: the producer's group stores its tokens (``src_type``
         order) into the DRAM buffer ``dram_<s>`` (row-major, the whole tensor); the consumer's
         group reads them back in ``dst_type`` order (re-read tiles included)."""
+        assert self.group_of is not None  # only a design with groups cuts streams
         ctype = CTYPES[s.src_type.dtype]
         buf, wr, rd = "dram_" + ident(s.name), "wr_" + ident(s.name), "rd_" + ident(s.name)
         rd_var = var + "__rd"
@@ -300,6 +308,7 @@ class _Design:
     def group_params(self, g: int) -> list[tuple[str, str]]:
         """(C parameter, argument) of group ``g``: the graph tensors its DMA kernels touch (in
         ``top``'s order), then the DRAM buffers of the cut streams it writes or reads."""
+        assert self.group_of is not None  # only a design with groups has group functions
         touched = {k.attrs["tensor"] for k in self.graph.kernels.values()
                    if k.op in ("dma_in", "dma_out") and self.group_of[k.name] == g}
         names = list(self.opgraph.inputs) + list(self.opgraph.outputs)
@@ -412,21 +421,25 @@ int main(int argc, char** argv) {
 """
 
 
+def _tb_vector(opgraph, name: str, output: bool) -> tuple[list[str], str]:
+    """The testbench's host vector of a top-level tensor, loaded from its file (an output loads
+    its expected values into a second vector ``ref_<var>``): ``(lines, var)``."""
+    spec = opgraph.tensors[name]
+    v = ("out_" if output else "in_") + ident(name)
+    decl = f"{v}({spec.size})"
+    if output:
+        decl += f", ref_{v}({spec.size})"
+    target, file = (f"ref_{v}", f"{name}.ref.bin") if output else (v, f"{name}.bin")
+    return [f"  std::vector<{CTYPES[spec.dtype]}> {decl};", f'  if (!load(dir + "/{file}", {target})) return 2;'], v
+
+
 def _tb_cpp(opgraph, drams=()) -> str:
     tol = {dt: reference.TOLERANCES[dt] for dt in CTYPES}
     lines = TB_PRELUDE.splitlines()
     args = []
-    for name in opgraph.inputs:
-        spec = opgraph.tensors[name]
-        v = "in_" + ident(name)
-        lines += [f"  std::vector<{CTYPES[spec.dtype]}> {v}({spec.size});",
-                  f'  if (!load(dir + "/{name}.bin", {v})) return 2;']
-        args.append(f"{v}.data()")
-    for name in opgraph.outputs:
-        spec = opgraph.tensors[name]
-        v = "out_" + ident(name)
-        lines += [f"  std::vector<{CTYPES[spec.dtype]}> {v}({spec.size}), ref_{v}({spec.size});",
-                  f'  if (!load(dir + "/{name}.ref.bin", ref_{v})) return 2;']
+    for name, output in [(n, False) for n in opgraph.inputs] + [(n, True) for n in opgraph.outputs]:
+        more, v = _tb_vector(opgraph, name, output)
+        lines += more
         args.append(f"{v}.data()")
     for buf, ctype, size, *_ in drams:      # the host allocates the DRAM buffers between groups
         lines.append(f"  std::vector<{ctype}> {buf}({size});")
@@ -526,7 +539,7 @@ def _depth(depths: dict, name: str, fallback: str | None = None) -> int:
     return max(2, int(value))
 
 
-def design_depths(fused_graph, fifo_depths: dict) -> dict:
+def design_depths(fused_graph: DataflowGraph, fifo_depths: Mapping[str, int]) -> dict:
     """FIFO depths of the emitted design from a FIFO solution of the fused design: a stream the
     fusion stage routed through a converter kernel (``s_in`` -> ``cvt_s`` -> ``s_out``) is emitted
     as ``s`` and ``s__cvt``; every other stream keeps its name."""
@@ -545,8 +558,8 @@ def design_depths(fused_graph, fifo_depths: dict) -> dict:
     return out
 
 
-def emit_design(opgraph, graph, depths: dict | None, out_dir, slots: dict | None = None,
-                seed: int = 0, groups: list[list[str]] | None = None) -> dict:
+def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out_dir: StrPath,
+                slots: dict | None = None, seed: int = 0, groups: list[list[str]] | None = None) -> dict:
     """Write the HLS C++ project of ``graph`` (tiled from ``opgraph`` by
     :func:`dfopt.models.tiling.tiler.tile_graph`) into ``out_dir``; see the module docstring.
 

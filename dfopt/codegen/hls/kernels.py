@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dfopt.codegen.hls.order import element_loops, flat_index, indent, loop_nest
 from dfopt.errors import CodegenError
 from dfopt.ir.converter import converter_buffer, shared_prefix
 from dfopt.ir.itensor import ITensorType
+
+if TYPE_CHECKING:
+    from dfopt.ir.graph import Kernel
+    from dfopt.ir.opgraph import Op
 
 CTYPES = {"f32": "float", "f64": "double"}
 
@@ -86,7 +91,7 @@ def _check_tokens(kernel, ins: list[Port], loops) -> None:
 
 # -- compute kernels --------------------------------------------------------------------------------
 
-def matmul(fn: str, kernel, op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
+def matmul(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
     """C = scale * A @ B per output tile, accumulating over the k tiles."""
     if len(ins) != 2:
         raise CodegenError(f"op {op.name}: a matmul of a tensor with itself ({op.inputs[0]!r}) "
@@ -123,7 +128,7 @@ _UNARY = {
 }
 
 
-def elementwise(fn: str, kernel, op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
+def elementwise(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
     """add / mul (y of x's shape, or a vector of x's last dimension) and gelu, silu, relu."""
     _check_tokens(kernel, ins, kernel.loops)
     n = outs[0].itype.element_count
@@ -165,7 +170,7 @@ def _row_compute(op) -> list[str]:
             "  y[c] = x[c] / den * g0.data[c];", "}"]
 
 
-def row_op(fn: str, kernel, op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
+def row_op(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
     """softmax, layernorm, rmsnorm over the whole last axis of each row of the tile."""
     _check_tokens(kernel, ins, kernel.loops)
     row = int(outs[0].itype.shape[-1])
@@ -216,7 +221,7 @@ def dma_out(fn: str, port: Port, ctype: str) -> list[str]:
     return [signature(fn, [port], [], f"{ctype}* mem") + " {", *indent(body), "}"]
 
 
-def mover(fn: str, op, port: Port, outs: list[Port], ctype: str) -> list[str]:
+def mover(fn: str, op: Op, port: Port, outs: list[Port], ctype: str) -> list[str]:
     """transpose / reshape: buffer the whole input (read in its stream's order), then write the
     output tiles in the output type's order."""
     src, out = port.itype.shape, outs[0].itype.shape

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from dfopt.ir.itensor import ITensorType
 
@@ -71,7 +71,7 @@ def loop_nest(t: ITensorType, var: str, body: list[str], offsets: str = "o",
     return lines
 
 
-def element_loops(shape, var: str, body: list[str], pipeline: bool = True) -> list[str]:
+def element_loops(shape: Sequence[int], var: str, body: list[str], pipeline: bool = True) -> list[str]:
     """C++ lines: nested loops over a tile's ``shape`` (variables ``<var>0``, ...) around
     ``body``, with ``#pragma HLS pipeline II=1`` on the innermost loop."""
     lines, depth = [], 0
@@ -86,7 +86,7 @@ def element_loops(shape, var: str, body: list[str], pipeline: bool = True) -> li
     return lines
 
 
-def flat_index(coords: list[str], shape) -> str:
+def flat_index(coords: list[str], shape: Sequence[int]) -> str:
     """The row-major flat index expression of ``coords`` in an array of ``shape``."""
     terms = []
     for d, c in enumerate(coords):

@@ -13,9 +13,10 @@ schedules' programs write (``mode="check"``) is a differential test of a transfo
   no dependence), :func:`loop_dims` (which schedule dimension each AST loop scans);
 - :mod:`dfopt.codegen.poly.run`: :func:`find_compiler`, :func:`compile_c`, :func:`run`.
 
-This package and :mod:`dfopt.polyhedral` are the only places that import islpy. The package
-attribute ``run`` is the function :func:`~dfopt.codegen.poly.run.run`, not the module (import
-from the module with ``from dfopt.codegen.poly.run import ...``).
+islpy is imported here (``emit``), in :mod:`dfopt.polyhedral`, in the schedule model and by the
+instance checks of isl strings; never by the IR. The package attribute ``run`` is the function
+:func:`~dfopt.codegen.poly.run.run`, not the module (import from the module with
+``from dfopt.codegen.poly.run import ...``).
 
 Which loop scans which schedule dimension (constant dimensions make no loop):
 
@@ -26,10 +27,8 @@ Which loop scans which schedule dimension (constant dimensions make no loop):
 [('c1', 1, 0), ('c3', 3, 1)]
 """
 
-from dfopt.codegen.poly.emit import (CTYPES, ISL_MACROS, kernel_c, loop_dims, parallel_dims, program_c,
-                                     statement_macros)
-from dfopt.codegen.poly.run import (CompileError, CompilerNotFoundError, RunError, compile_c, find_compiler,
-                                    run)
+from dfopt.codegen.poly.emit import CTYPES, ISL_MACROS, kernel_c, loop_dims, parallel_dims, program_c, statement_macros
+from dfopt.codegen.poly.run import CompileError, CompilerNotFoundError, RunError, compile_c, find_compiler, run
 
 __all__ = ["kernel_c", "program_c", "parallel_dims", "loop_dims", "statement_macros", "ISL_MACROS", "CTYPES",
            "compile_c", "run", "find_compiler", "CompileError", "CompilerNotFoundError", "RunError"]

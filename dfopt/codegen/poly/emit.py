@@ -84,12 +84,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 
 import islpy as isl
 
 from dfopt.errors import CodegenError
 from dfopt.ir.program import Program
-from dfopt.polyhedral.analysis import maps, parallel_flags
+from dfopt.polyhedral.analysis import MapLike, maps, parallel_flags
 from dfopt.polyhedral.dependences import domains
 
 #: The macros isl's C text of AST expressions relies on (same meaning as isl's own).
@@ -141,7 +142,7 @@ def _schedule(program: Program, schedule) -> tuple[isl.UnionMap, int]:
     return sched, dims.pop()
 
 
-def parallel_dims(deps, schedule) -> list[bool]:
+def parallel_dims(deps: MapLike | Program, schedule: str | isl.UnionMap) -> list[bool]:
     """One flag per output dimension of ``schedule``: True when the dimension carries no
     dependence, i.e. no pair (source -> sink) of ``deps`` has equal schedule values on the
     dimensions before it and different values at it (pairs that differ earlier are ordered by an
@@ -158,7 +159,7 @@ def parallel_dims(deps, schedule) -> list[bool]:
     """
     if isinstance(deps, Program):
         from dfopt.polyhedral.dependences import dependences
-        deps = dependences(deps)
+        return parallel_flags(dependences(deps), isl.UnionMap(schedule) if isinstance(schedule, str) else schedule)
     return parallel_flags(deps, isl.UnionMap(schedule) if isinstance(schedule, str) else schedule)
 
 
@@ -188,7 +189,7 @@ def _domain_iterators(stmt) -> list[str]:
     if any(not n for n in names):
         raise CodegenError(f"statement {stmt.name}: every domain dimension needs a name to be used in the "
                            f"body, got {dom}")
-    return names
+    return [n for n in names if n]
 
 
 def statement_macros(program: Program) -> tuple[str, str]:
@@ -208,12 +209,14 @@ def statement_macros(program: Program) -> tuple[str, str]:
 
 def _project(umap: isl.UnionMap, d: int) -> isl.UnionMap:
     """``umap`` with only output dimension ``d`` kept."""
-    out = None
+    parts = []
     for m in maps(umap):
         n = m.dim(isl.dim_type.out)
         m = m.project_out(isl.dim_type.out, d + 1, n - d - 1).project_out(isl.dim_type.out, 0, d)
-        u = isl.UnionMap.from_map(m)
-        out = u if out is None else out.union(u)
+        parts.append(isl.UnionMap.from_map(m))
+    out = parts[0]          # a schedule has a map
+    for u in parts[1:]:
+        out = out.union(u)
     return out
 
 
@@ -236,7 +239,7 @@ def _build(program: Program, sched: isl.UnionMap, n: int, verify: bool = False) 
             name = space.get_dim_name(isl.dim_type.set, last)
             current = b.get_schedule()
             here = _project(current, last)
-            d = dim_of.get(name)
+            d = dim_of.get(name) if name is not None else None
             if d is None:
                 faults.append(f"loop {name} is not named after a schedule dimension")
             elif not here.is_equal(_project(sched.intersect_domain(current.domain()), d)):
@@ -253,7 +256,7 @@ def _build(program: Program, sched: isl.UnionMap, n: int, verify: bool = False) 
     return node, names
 
 
-def ast(program: Program, schedule, *, verify: bool = False) -> tuple[isl.AstNode, dict]:
+def ast(program: Program, schedule: str | isl.UnionMap, *, verify: bool = False) -> tuple[isl.AstNode, dict]:
     """isl's AST of ``schedule`` and ``{iterator name: schedule dimension}``. With ``verify``, a
     ``before_each_for`` callback of the builder checks that each loop ``cK`` takes exactly the
     values of schedule dimension ``K`` on the instances it encloses (CodegenError otherwise)."""
@@ -262,15 +265,16 @@ def ast(program: Program, schedule, *, verify: bool = False) -> tuple[isl.AstNod
     return node, {name: d for d, name in enumerate(names)}
 
 
-def loop_dims(program: Program, schedule, *, verify: bool = False) -> list[tuple[str, int, int]]:
+def loop_dims(program: Program, schedule: str | isl.UnionMap, *,
+              verify: bool = False) -> list[tuple[str, int, int]]:
     """(iterator, schedule dimension, nesting depth) of every non-degenerate loop of the AST, in
     print order (outer before inner); ``verify`` as in :func:`ast`."""
     node, dim_of = ast(program, schedule, verify=verify)
-    out = []
+    out: list[tuple[str, int, int]] = []
 
-    def visit(nd, depth):
+    def visit(nd: isl.AstNode, depth: int) -> None:
         t = nd.get_type()
-        if t == isl.ast_node_type.for_:
+        if t == isl.ast_node_type.for_:  # type: ignore[attr-defined]  # not in islpy's stubs
             it = nd.for_get_iterator().get_id().get_name()
             if not nd.for_is_degenerate():
                 out.append((it, dim_of[it], depth))
@@ -279,7 +283,7 @@ def loop_dims(program: Program, schedule, *, verify: bool = False) -> list[tuple
             children = nd.block_get_children()
             for i in range(children.n_ast_node()):
                 visit(children.get_at(i), depth)
-        elif t == isl.ast_node_type.if_:
+        elif t == isl.ast_node_type.if_:  # type: ignore[attr-defined]  # not in islpy's stubs
             visit(nd.if_get_then_node(), depth)
             if nd.if_has_else_node():
                 visit(nd.if_get_else_node(), depth)
@@ -325,13 +329,13 @@ class _Printer:
 
     def node(self, nd: isl.AstNode, depth: int, in_parallel: bool) -> None:
         t = nd.get_type()
-        if t == isl.ast_node_type.for_:
+        if t == isl.ast_node_type.for_:  # type: ignore[attr-defined]  # not in islpy's stubs
             self.for_(nd, depth, in_parallel)
         elif t == isl.ast_node_type.block:
             children = nd.block_get_children()
             for i in range(children.n_ast_node()):
                 self.node(children.get_at(i), depth, in_parallel)
-        elif t == isl.ast_node_type.if_:
+        elif t == isl.ast_node_type.if_:  # type: ignore[attr-defined]  # not in islpy's stubs
             self.if_(nd, depth, in_parallel)
         elif t == isl.ast_node_type.user:
             expr = nd.user_get_expr()
@@ -388,7 +392,8 @@ class _Printer:
         self.emit(depth, "}")
 
 
-def kernel_c(program: Program, schedule, *, parallel=None, vector=(), name: str = "kernel_body") -> str:
+def kernel_c(program: Program, schedule: str | isl.UnionMap, *, parallel: Sequence[bool] | None = None,
+             vector: Sequence[int] = (), name: str = "kernel_body") -> str:
     """C text of ``static void <name>(void)`` that runs every statement instance of ``program``
     in the order of ``schedule`` (isl union map text, or an ``isl.UnionMap``), preceded by the
     isl helper macros and the statement macros (``#undef``-ed after the function).
@@ -509,7 +514,8 @@ static double dfopt_now(void)
 """
 
 
-def program_c(program: Program, schedule, sizes, *, parallel=None, vector=(), mode: str = "check",
+def program_c(program: Program, schedule: str | isl.UnionMap, sizes: Mapping[str, int] | str, *,
+              parallel: Sequence[bool] | None = None, vector: Sequence[int] = (), mode: str = "check",
               seed: int = 0, kernel: str | None = None) -> str:
     """A whole C file running ``program`` in the order of ``schedule`` at the parameter values
     ``sizes`` (``{param: int}``, or the name of one of ``program.sizes``' datasets).

@@ -12,9 +12,11 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 from dfopt.errors import CodegenError
+from dfopt.io import StrPath
 
 COMPILERS = ("gcc", "cc")
 
@@ -52,22 +54,22 @@ def find_compiler() -> str:
                                 f"or set CC")
 
 
-def compile_c(source: str, workdir, *, flags=("-O2",), openmp: bool = False, compiler: str | None = None,
-              timeout: float = 120.0) -> Path:
+def compile_c(source: str, workdir: StrPath, *, flags: Iterable[str] = ("-O2",), openmp: bool = False,
+              compiler: str | None = None, timeout: float = 120.0) -> Path:
     """Write ``source`` to ``workdir`` and compile it to an executable; returns its path.
 
     The file name is a hash of the source, compiler and flags, so calls with different sources
     can share one ``workdir``. ``openmp`` adds ``-fopenmp``; ``-lm`` is always linked.
     """
     cc = compiler or find_compiler()
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    flags = list(flags) + (["-fopenmp"] if openmp else [])
-    key = hashlib.sha1("\0".join([cc, *flags, source]).encode()).hexdigest()[:16]
-    src = workdir / f"poly_{key}.c"
-    binary = workdir / f"poly_{key}"
+    folder = Path(workdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    options = list(flags) + (["-fopenmp"] if openmp else [])
+    key = hashlib.sha1("\0".join([cc, *options, source]).encode()).hexdigest()[:16]
+    src = folder / f"poly_{key}.c"
+    binary = folder / f"poly_{key}"
     src.write_text(source)
-    cmd = [cc, *flags, str(src), "-o", str(binary), "-lm"]
+    cmd = [cc, *options, str(src), "-o", str(binary), "-lm"]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as err:
@@ -77,7 +79,7 @@ def compile_c(source: str, workdir, *, flags=("-O2",), openmp: bool = False, com
     return binary
 
 
-def run(binary, *, threads: int | None = None, timeout: float = 120.0, args=()) -> bytes:
+def run(binary: StrPath, *, threads: int | None = None, timeout: float = 120.0, args: Iterable[object] = ()) -> bytes:
     """Run ``binary`` (with ``OMP_NUM_THREADS=threads`` when given) and return its stdout."""
     env = dict(os.environ)
     if threads is not None:

@@ -5,24 +5,35 @@
 * ``converter-minimal`` — the same run with any one dimension of the buffer one element smaller
   fails (so no smaller buffer along any dimension serves the phases);
 * ``converter-bytes`` — bytes recounted from the shape and dtype (ping-pong: two halves), streams
-  whose types differ all have a converter, and the objective is their sum.
+  whose types differ all have a converter, and the objective is their sum (the reported
+  ``streams`` and ``needed`` are recounted too).
 
 Streams too large to simulate are listed in the delivery check's details as not simulated.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dfopt.ir.converter import buffer_bytes, same_stream
+from dfopt.ir.graph import Stream
+from dfopt.models.converter.decision import ConverterEntry
 from dfopt.sim.converter import simulable, simulate_converter
-from dfopt.solution import Check
+from dfopt.solution import Check, Solution
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.models.converter import Options
 
 
-def converter_faults(stream, entry: dict) -> tuple[list[str], list[str], bool]:
-    """(delivery faults, minimality faults, simulated) of one stream's reported buffer."""
+def converter_faults(stream: Stream, entry: ConverterEntry) -> tuple[list[str], list[str], bool]:
+    """(delivery faults, minimality faults, simulated) of one stream's reported buffer (a stream
+    with both types, and an entry with a buffer shape and its shared loops)."""
     src, dst = stream.src_type, stream.dst_type
+    assert src is not None and dst is not None and entry.shape is not None and entry.shared_loops is not None
     if not simulable(src, dst):
         return [], [], False
-    shape, shared = tuple(entry["shape"]), int(entry["shared_loops"])
+    shape, shared = tuple(entry.shape), int(entry.shared_loops)
     run = simulate_converter(src, dst, shape, shared)
     delivery = [] if run.ok else [(f"stream {stream.name}: buffer {list(shape)} gives {run.wrong} of "
                                    f"{run.reads} reads wrong; {run.first}")]
@@ -35,31 +46,45 @@ def converter_faults(stream, entry: dict) -> tuple[list[str], list[str], bool]:
     return delivery, minimal, True
 
 
-def checks(instance, solution) -> list[Check]:
+def checks(instance: Instance, options: Options | None, solution: Solution) -> list[Check]:
     graph = instance.graph
-    sec = solution.sections.get("converter") or {}
-    convs = sec.get("converters", {})
-    delivery, minimal, bytes_bad, skipped = [], [], [], []
+    assert graph is not None  # the driver checks the parts a problem needs
+    convs = solution.decision.converters
+    delivery: list[str] = []
+    minimal: list[str] = []
+    bytes_bad: list[str] = []
+    skipped: list[str] = []
     total = 0
     for name, stream in graph.streams.items():
         entry = convs.get(name)
-        typed = stream.src_type is not None and stream.dst_type is not None
+        src, dst = stream.src_type, stream.dst_type
         if stream.converter_bytes is not None:
-            if entry is None or entry.get("bytes") != stream.converter_bytes:
+            if entry is None or entry.bytes != stream.converter_bytes:
                 bytes_bad.append(f"stream {name}: explicit converter_bytes {stream.converter_bytes} not reported")
             total += stream.converter_bytes
             continue
-        if not typed or same_stream(stream.src_type, stream.dst_type):
-            if entry is not None and entry.get("bytes", 0) != 0:
-                bytes_bad.append(f"stream {name}: equal types need no converter, reported {entry.get('bytes')} bytes")
+        if src is None or dst is None or same_stream(src, dst):
+            if entry is not None and entry.bytes != 0:
+                bytes_bad.append(f"stream {name}: equal types need no converter, reported {entry.bytes} bytes")
             continue
         if entry is None:
             bytes_bad.append(f"stream {name}: types differ but no converter is reported")
             continue
-        expect = buffer_bytes(entry["shape"], stream.src_type.dtype)
-        if entry.get("bytes") != expect:
-            bytes_bad.append(f"stream {name}: {entry.get('bytes')} bytes reported, shape {entry['shape']} "
-                             f"x2 of {stream.src_type.dtype} is {expect}")
+        if entry.shape is None:
+            bytes_bad.append(f"stream {name}: types differ but the converter reports no buffer shape")
+            continue
+        if len(entry.shape) != len(src.shape):
+            bytes_bad.append(f"stream {name}: buffer shape {list(entry.shape)} has {len(entry.shape)} dimensions, "
+                             f"the tensor {len(src.shape)}")
+            continue
+        if any(b > t for b, t in zip(entry.shape, src.shape)):
+            bytes_bad.append(f"stream {name}: buffer shape {list(entry.shape)} exceeds the tensor "
+                             f"{list(src.shape)}")
+            continue
+        expect = buffer_bytes(list(entry.shape), src.dtype)
+        if entry.bytes != expect:
+            bytes_bad.append(f"stream {name}: {entry.bytes} bytes reported, shape {list(entry.shape)} "
+                             f"x2 of {src.dtype} is {expect}")
         total += expect
         d, m, ran = converter_faults(stream, entry)
         delivery += d
@@ -68,13 +93,17 @@ def checks(instance, solution) -> list[Check]:
             skipped.append(f"stream {name}: too large to simulate element by element (not checked)")
     unknown = sorted(set(convs) - set(graph.streams))
     bytes_bad += [f"converter reported for unknown stream {n!r}" for n in unknown]
-    if solution.objective is not None and solution.objective != total:
+    if solution.objective is None or solution.objective != total:
         bytes_bad.append(f"objective {solution.objective} differs from the recounted total {total}")
+    sec = solution.sections.get("converter") or {}
+    for key, want in (("streams", len(graph.streams)), ("needed", len(convs)), ("total_bytes", total)):
+        if key in sec and sec[key] != want:
+            bytes_bad.append(f"reported {key} {sec[key]!r} differs from the recount {want}")
     return [Check("converter-delivery", not delivery, delivery + skipped),
             Check("converter-minimal", not minimal, minimal),
             Check("converter-bytes", not bytes_bad, bytes_bad)]
 
 
-def check(instance, solution) -> list[str]:
+def check(instance: Instance, solution: Solution, options: Options | None = None) -> list[str]:
     """Violations only (empty when every check passes)."""
-    return [d for c in checks(instance, solution) if not c.ok for d in c.details]
+    return [d for c in checks(instance, options, solution) if not c.ok for d in c.details]

@@ -13,18 +13,25 @@ witness is found; ``"always"`` and ``"never"`` force the choice.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from dfopt.models.fifo.edges import objective_value, stream_arrays, totals
 from dfopt.models.fifo.witness import check_mix, schedule_family
 from dfopt.sim import compile_events, simulate
-from dfopt.solution import Check
+from dfopt.solution import Check, Solution
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.models.fifo import Options
+    from dfopt.sim.result import SimResult
 
 SIMULATE_EVENTS = 8_000_000
 SIMULATE_MODES = ("auto", "always", "never")
 
 
-def blocked_text(res) -> str:
+def blocked_text(res: SimResult) -> str:
     return "; ".join(f"{b.kernel} waits on {b.stream} ({b.kind}, token {b.token})" for b in res.blocked[:8])
 
 
@@ -46,15 +53,19 @@ def _simulated_check(graph, depths, reference) -> Check:
     return Check("simulated", not bad, bad)
 
 
-def checks(instance, solution, simulate_mode: str = "auto") -> list[Check]:
-    """Named checks: complete depths; witness and/or simulation; recounted totals."""
+def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
+    """Named checks: complete depths; witness and/or simulation; recounted totals. The objective
+    kind and the simulation mode are the options' (``objective``, ``simulate``), never the
+    solution's."""
     graph = instance.graph
+    assert graph is not None  # the driver checks the parts a problem needs
     sec = solution.sections.get("fifo") or {}
-    depths = sec.get("depths", {})
+    depths = dict(solution.decision.depths)
     bad = _depth_faults(graph, depths)
     out = [Check("depths-complete", not bad, bad)]
     if bad:
         return out
+    simulate_mode = options.simulate
     reference = simulate(graph, unbounded=True, record=True)
     arrays = stream_arrays(graph)
     vec = np.array([depths[n] for n in arrays.names], dtype=np.int64)
@@ -75,11 +86,13 @@ def checks(instance, solution, simulate_mode: str = "auto") -> list[Check]:
     recount = totals(arrays, vec)
     tot_bad = [f"{k}: reported {sec.get(k)}, recounted {v}" for k, v in recount.items()
                if k in sec and sec[k] != v]
-    objective = objective_value(arrays, vec, sec.get("objective", "depth"))
-    if solution.objective is not None and solution.objective != objective:
-        tot_bad.append(f"objective: reported {solution.objective}, recounted {objective}")
-    if sec.get("reference_makespan") not in (None, reference.makespan):
-        tot_bad.append(f"reference_makespan: reported {sec['reference_makespan']}, simulated {reference.makespan}")
+    objective = objective_value(arrays, vec, options.objective)
+    if solution.objective is None or solution.objective != objective:
+        tot_bad.append(f"objective: reported {solution.objective}, recounted {objective} "
+                       f"({options.objective})")
+    for key in ("makespan", "reference_makespan"):
+        if sec.get(key) not in (None, reference.makespan):
+            tot_bad.append(f"{key}: reported {sec[key]}, simulated unbounded {reference.makespan}")
     out.append(Check("objective-recounted", not tot_bad, tot_bad))
     if not any(c.name in ("witness", "simulated") for c in out):
         out.append(Check("latency-preserving", False,
@@ -87,14 +100,23 @@ def checks(instance, solution, simulate_mode: str = "auto") -> list[Check]:
     return out
 
 
-def check(instance, solution) -> list[str]:
-    """Violations of a fifo solution (empty when it is valid)."""
-    return [msg for c in checks(instance, solution) for msg in c.details]
+def check(instance: Instance, solution: Solution, options: Options | None = None) -> list[str]:
+    """Violations of a fifo solution (empty when it is valid); ``options`` default to the instance's."""
+    if options is None:
+        from dfopt.models.driver import make_options
+
+        options = make_options(instance, problem="fifo")
+    return [msg for c in checks(instance, options, solution) for msg in c.details]
 
 
-def _stored_witness_faults(family, witness: dict, depths) -> list[str]:
+def _stored_witness_faults(family, witness, depths) -> list[str]:
     """Rebuild the schedule of a stored per-kernel mix and verify it covers ``depths``."""
     names = family.prog.kernel_names
+    if not isinstance(witness, dict) or not isinstance(witness.get("kernels", {}), dict):
+        return [f"witness {witness!r} is not an object {{lam, kernels}}"]
+    values = [witness.get("lam", 1.0), *witness.get("kernels", {}).values()]
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        return ["witness mixes must be numbers in [0, 1]"]
     unknown = [k for k in witness.get("kernels", {}) if k not in names]
     if unknown:
         return [f"witness names unknown kernels: {', '.join(unknown[:5])}"]

@@ -1,4 +1,4 @@
-"""Kernel fusion (``problem: fusion``; StreamTensor sections 4.2 and 5.2, DESIGN 5.2).
+"""Kernel fusion (``problem: fusion``; StreamTensor sections 4.2 and 5.2; docs/fusion.md).
 
 Partitions the kernels into fused groups: each group convex, the groups runnable one after another
 (no cycle between them), each group's kernel bytes plus the converter bytes of its internal
@@ -6,191 +6,168 @@ streams at most ``C_max``; the streams between groups go through DRAM. Objective
 traffic. Converters come from the streams' ``src_type``/``dst_type`` (Algorithm 1,
 :mod:`dfopt.models.converter`) or their explicit ``converter_bytes``.
 
-Formulations (``FORMULATIONS``):
-
-* ``greedy`` — the paper's Algorithm 2 (:mod:`.greedy`);
-* ``cpsat`` — the exact model (:mod:`.exact`) solved by OR-Tools CP-SAT, hinted with the greedy
-  solution after merging its consecutive groups;
-* ``mip`` — the same model through a MIP backend (``highs`` by default; ``scip``, ``cbc``).
-
-The exact formulations never return worse than that hint. ``bound`` is the best of a
+The formulations are in :mod:`.formulations` (default ``cpsat``). ``bound`` is the best of a
 combinatorial bound (:mod:`.bound`) and the solver's proven bound. The fused design is returned
-as IR (:mod:`.fused`), with its on-chip memory against buffering every intermediate tensor whole.
+as IR (:func:`fused_design`), with its on-chip memory against buffering every intermediate
+tensor whole.
 
->>> from dfopt.instance import load
->>> from dfopt.api import solve_instance
->>> sol = solve_instance(load("instances/fusion/greedy-trap.json"))
->>> sol.status, sol.objective, sol.sections["fusion"]["greedy"]["dram_bytes"], sol.sections["fusion"]["groups"]
-('optimal', 64.0, 512.0, [['a'], ['b', 'c'], ['d']])
+>>> import dfopt
+>>> sol = dfopt.solve("instances/fusion/greedy-trap.json")
+>>> sol.status.value, sol.objective, sol.sections["fusion"]["greedy"]["dram_bytes"], sol.decision.groups
+('optimal', 64.0, 512.0, (('a',), ('b', 'c'), ('d',)))
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dfopt.errors import (
-    InfeasibleError,
-    InstanceError,
-)
-from dfopt.instance.convert import graph_to_dict
+from dfopt.errors import InfeasibleError, InstanceError
+from dfopt.models import registry
+from dfopt.models.base import Outcome, Problem
 from dfopt.models.fusion.bound import lower_bound
 from dfopt.models.fusion.checks import check, checks
 from dfopt.models.fusion.data import FusionData, fusion_data
-from dfopt.models.fusion.exact import build, decode, set_hint, solve_exact
+from dfopt.models.fusion.decision import Partition
+from dfopt.models.fusion.formulations import FusionProblem, assign_of, formulations
 from dfopt.models.fusion.fused import fused_graph, onchip_memory
 from dfopt.models.fusion.greedy import algorithm2, merge_consecutive
-from dfopt.models.options import CommonOptions, check_formulation
-from dfopt.results import Termination
-from dfopt.solution import Solution
+from dfopt.models.options import CommonOptions, option, where
+from dfopt.units import format_bytes
 
-__all__ = ["DEFAULT_FORMULATION", "FORMULATIONS", "Options", "c_max_of", "check", "checks", "solve"]
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.ir.graph import DataflowGraph
+    from dfopt.ir.platform import Platform
+    from dfopt.solution import Solution
 
-DEFAULT_FORMULATION = "cpsat"
-MIP_SOLVERS = ("highs", "scip", "cbc")
+__all__ = ["PROBLEM", "Options", "Partition", "c_max_of", "fused_design", "partition", "check", "checks"]
+
+MAX_BYTES = 1 << 50
 
 
 @dataclass(frozen=True)
 class Options(CommonOptions):
-    """Fusion options (also CLI flags and ``options.fusion`` fields)."""
+    """Fusion options (``options.fusion``, ``dfopt solve`` flags, keywords)."""
 
-    c_max: int | None = None     # bytes per fused group; default the platform's onchip_bytes
-    dominance: bool = True       # exact model: consecutive groups must not fit together
-    hint: bool = True            # exact model: start from the (merged) greedy solution
-    workers: int = 1             # CP-SAT workers (deterministic with interleaved search)
-
-
-@dataclass
-class Outcome:
-    assign: np.ndarray
-    status: str
-    solver: str
-    bound: float | None = None
-    stats: dict | None = None
+    c_max: int | None = option(None, "bytes per fused group (default: the platform's onchip_bytes)",
+                               exclusive_minimum=0, maximum=MAX_BYTES, metavar="BYTES")
+    dominance: bool = option(True, "exact model: two consecutive groups must not fit together (symmetry "
+                                   "breaking)")
+    hint: bool = option(True, "exact model: start from the merged greedy partition")
+    workers: int = option(1, "CP-SAT workers (deterministic with interleaved search)", minimum=1, maximum=256)
 
 
-def c_max_of(instance, options: Options) -> int:
+def c_max_of(instance: Instance, options: Options) -> int:
     """C_max from the options, else the platform's on-chip bytes; an error says where to set it."""
     if options.c_max is not None:
         return int(options.c_max)
     if instance.platform is not None and instance.platform.onchip_bytes:
         return int(instance.platform.onchip_bytes)
     raise InstanceError("fusion needs C_max: set options.fusion.c_max (bytes) or a platform with "
-                        "onchip_bytes", pointer="/options/fusion/c_max")
+                        "onchip_bytes", pointer=where(options, "c_max"))
 
 
-def _check_kernels_fit(data: FusionData, graph) -> None:
+def _check_kernels_fit(data: FusionData) -> None:
     over = np.flatnonzero(data.bytes > data.c_max)
     if len(over):
         worst = sorted(over.tolist(), key=lambda i: -data.bytes[i])
-        parts = [f"kernel {data.names[i]} alone needs {_fmt_bytes(data.bytes[i])}" for i in worst[:5]]
+        parts = [f"kernel {data.names[i]} alone needs {_bytes_text(data.bytes[i])}" for i in worst[:5]]
         more = f" (and {len(over) - 5} more)" if len(over) > 5 else ""
-        raise InfeasibleError("; ".join(parts) + more + f", C_max is {_fmt_bytes(data.c_max)}: "
+        raise InfeasibleError("; ".join(parts) + more + f", C_max is {_bytes_text(data.c_max)}: "
                               "tile these kernels smaller or raise c_max")
 
 
-def _fmt_bytes(b) -> str:
+def _bytes_text(b) -> str:
     b = int(b)
-    for unit, size in (("MB", 1 << 20), ("KB", 1 << 10)):
-        if b >= size:
-            return f"{b / size:.1f} {unit} ({b} bytes)"
-    return f"{b} bytes"
+    return f"{format_bytes(b)} ({b} bytes)" if b >= 1024 else f"{b} bytes"
 
 
-def _greedy(ctx) -> Outcome:
-    return Outcome(ctx["greedy"], "feasible", "none")
-
-
-def _exact(ctx, backend: str) -> Outcome:
-    data, opts = ctx["data"], ctx["options"]
-    t0 = time.perf_counter()
-    em = build(data, dominance=opts.dominance)
-    hinted = set_hint(em, data, ctx["merged"]) if opts.hint else False
-    t_build = time.perf_counter() - t0
-    res = solve_exact(em, backend, opts.time_limit, opts.seed, opts.deterministic,
-                      workers=opts.workers if backend == "cpsat" else None)
-    stats = {**em.stats, "hinted": hinted, "time_build_s": t_build, "time_solver_s": res.wall_time_s,
-             "termination": res.termination.value}
-    greedy_bytes = data.cut_traffic(ctx["merged"])
-    incumbents = [(t, v * em.scale) for t, v in res.stats.get("incumbents", [])]
-    better = [t for t, v in incumbents if v < greedy_bytes - 1e-9]
-    stats["first_better_than_greedy_s"] = better[0] if better else None
-    stats["incumbents"] = [(round(t, 4), v) for t, v in incumbents]
-    bound = res.bound * em.scale if res.bound is not None else None
-    if res.values_array is not None:
-        assign = decode(em, res.values_array)
-        if np.all(assign >= 0) and data.cut_traffic(assign) <= greedy_bytes:
-            proven = res.termination is Termination.OPTIMAL
-            return Outcome(assign, "optimal" if proven else "feasible", backend, bound, stats)
-    stats["fell_back_to_greedy"] = True
-    status = "time_limit" if res.termination is Termination.TIME_LIMIT else "feasible"
-    return Outcome(ctx["merged"], status, backend, bound, stats)
-
-
-FORMULATIONS = {
-    "greedy": _greedy,
-    "cpsat": lambda ctx: _exact(ctx, "cpsat"),
-    "mip": lambda ctx: _exact(ctx, ctx["options"].solver or "highs"),
-}
-
-
-def _validate(instance, options: Options) -> str:
-    formulation = check_formulation("fusion", instance, options, FORMULATIONS, DEFAULT_FORMULATION,
-                                    {"cpsat": ("cpsat",), "mip": MIP_SOLVERS})
-    if options.workers < 1:
-        raise InstanceError(f"workers must be >= 1, got {options.workers}", pointer="/options/fusion/workers")
-    return formulation
-
-
-def solve(instance, options: Options) -> Solution:
-    """Fuse the kernels of ``instance.graph``; the partition is checked before it is returned."""
-    formulation = _validate(instance, options)
+def prepare(instance: Instance, options: Options) -> FusionProblem:
     graph = instance.graph
-    t0 = time.perf_counter()
+    assert graph is not None  # the driver checks the parts a problem needs
     data = fusion_data(graph, c_max_of(instance, options))
-    _check_kernels_fit(data, graph)
+    _check_kernels_fit(data)
     greedy = algorithm2(data)
-    merged = merge_consecutive(data, greedy)
-    comb = lower_bound(data)
-    t_prep = time.perf_counter() - t0
-    ctx = {"data": data, "options": options, "greedy": greedy, "merged": merged}
-    t1 = time.perf_counter()
-    out = FORMULATIONS[formulation](ctx)
-    t_solve = time.perf_counter() - t1
-    objective = data.cut_traffic(out.assign)
-    bound = max(comb, out.bound or 0.0)
-    bound = min(bound, objective)
-    status = "optimal" if objective <= bound + 1e-9 else out.status
-    solution = Solution(
-        instance=instance.name, problem="fusion", status=status, objective=objective, bound=bound,
-        formulation=formulation, solver=out.solver, seed=options.seed,
-        sections={"fusion": _section(graph, data, out.assign, greedy, merged, comb)},
-        stats={**(out.stats or {}), "time_prepare_s": t_prep, "time_solve_s": t_solve})
-    t = time.perf_counter()
-    solution.checks = checks(instance, solution)
-    solution.stats["time_check_s"] = time.perf_counter() - t
-    return solution
+    return FusionProblem(data, graph, greedy, merge_consecutive(data, greedy), lower_bound(data))
 
 
-def _section(graph, data: FusionData, assign, greedy, merged, comb) -> dict:
-    names = data.names
-    groups = [[names[k] for k in np.flatnonzero(assign == g).tolist()] for g in range(int(assign.max()) + 1)]
-    where = {k: g for g, members in enumerate(groups) for k in members}
-    internal = [s for s in graph.streams.values() if where[s.src] == where[s.dst]]
+def objective(fp: FusionProblem, decision: Partition) -> float:
+    return fp.data.cut_traffic(assign_of(fp.data, decision))
+
+
+def fused_design(graph: DataflowGraph, decision: Partition) -> DataflowGraph:
+    """The fused design as IR: converter and DMA kernels inserted (:func:`.fused.fused_graph`)."""
+    return fused_graph(graph, decision.group_of())
+
+
+def report(fp: FusionProblem, outcome: Outcome, options: Options) -> dict:
+    """The ``fusion`` section beside the groups: costs, converters, cut streams, traffic, baselines,
+    on-chip memory and the fused graph."""
+    data, graph, assign = fp.data, fp.graph, assign_of(fp.data, outcome.decision)
+    where_ = outcome.decision.group_of()
+    internal = [s for s in graph.streams.values() if where_[s.src] == where_[s.dst]]
     converters = {s.name: data.converters[s.name].to_dict() for s in internal if data.converters[s.name].bytes > 0}
     unfused = data.total_traffic()
     dram = data.cut_traffic(assign)
+    from dfopt.instance.convert import graph_to_dict
+
     return {
-        "groups": groups, "group_costs": data.group_costs(assign).tolist(), "c_max": data.c_max,
+        "group_costs": data.group_costs(assign).tolist(), "c_max": data.c_max,
         "converters": converters,
-        "cut_streams": [s.name for s in graph.streams.values() if where[s.src] != where[s.dst]],
+        "cut_streams": [s.name for s in graph.streams.values() if where_[s.src] != where_[s.dst]],
         "dram_bytes": dram, "unfused_dram_bytes": unfused,
         "dram_ratio": dram / unfused if unfused else 1.0,
-        "greedy": {"dram_bytes": data.cut_traffic(greedy), "groups": int(greedy.max()) + 1,
-                   "merged_dram_bytes": data.cut_traffic(merged), "merged_groups": int(merged.max()) + 1},
-        "combinatorial_bound": comb,
-        "onchip": onchip_memory(graph, where),
-        "fused_graph": graph_to_dict(fused_graph(graph, where)),
+        "greedy": {"dram_bytes": data.cut_traffic(fp.greedy), "groups": int(fp.greedy.max()) + 1,
+                   "merged_dram_bytes": data.cut_traffic(fp.merged), "merged_groups": int(fp.merged.max()) + 1},
+        "combinatorial_bound": fp.bound,
+        "onchip": onchip_memory(graph, where_),
+        "fused_graph": graph_to_dict(fused_graph(graph, where_)),
     }
+
+
+def _summary(instance, solution) -> list[str]:
+    sec, groups = solution.sections["fusion"], solution.decision.groups
+    greedy, onchip, b = sec["greedy"], sec["onchip"], format_bytes
+    lines = [f"  {sum(len(g) for g in groups)} kernels in {len(groups)} groups, "
+             f"C_max {b(sec['c_max'])}, largest group {b(max(sec['group_costs']))}",
+             f"  DRAM traffic {b(sec['dram_bytes'])} ({sec['dram_ratio']:.3f} of no fusion, "
+             f"{b(sec['unfused_dram_bytes'])}); Algorithm 2 greedy {b(greedy['dram_bytes'])} "
+             f"in {greedy['groups']} groups",
+             f"  on-chip {b(onchip['fused_bytes'])} = {onchip['ratio']:.3f} x buffering every "
+             f"fused intermediate whole ({b(onchip['buffered_bytes'])}); converters "
+             f"{b(onchip['converter_bytes'])} on {len(sec['converters'])} streams"]
+    for i, members in enumerate(groups[:8]):
+        shown = ", ".join(members[:10]) + (f", ... ({len(members)})" if len(members) > 10 else "")
+        lines.append(f"    group {i} ({b(sec['group_costs'][i])}): {shown}")
+    if len(groups) > 8:
+        lines.append(f"    ... {len(groups) - 8} more groups")
+    return lines
+
+
+PROBLEM = Problem(
+    info=registry.info("fusion"), options=Options, decision=Partition, prepare=prepare,
+    formulations=formulations(), default="cpsat", objective=objective, lower_bound=lambda fp: fp.bound,
+    report=report, checks=checks, summary=_summary, recorded={"c_max": c_max_of})
+
+
+def partition(graph: DataflowGraph, c_max: int | None = None, platform: Platform | str | None = None,
+              **options: Any) -> Solution:
+    """Fuse the kernels of ``graph`` into groups of at most ``c_max`` bytes (default: the
+    platform's on-chip bytes); returns the checked :class:`~dfopt.solution.Solution`
+    (``.decision.groups``).
+
+    Examples
+    --------
+    >>> from dfopt.ir.graph import DataflowGraph, Kernel, Stream
+    >>> g = DataflowGraph([Kernel("a", resources={"bytes": 10}), Kernel("b", resources={"bytes": 5}),
+    ...                    Kernel("c", resources={"bytes": 10})],
+    ...                   [Stream("e", "a", "b", tokens=4), Stream("f", "b", "c", tokens=64)])
+    >>> partition(g, c_max=16).decision.groups
+    (('a',), ('b', 'c'))
+    """
+    from dfopt.api import solve_graph
+
+    return solve_graph("fusion", graph, platform, c_max=c_max, **options)

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dfopt.ir.analyses import topological_order
+from dfopt.ir.graph import DataflowGraph, Stream
 from dfopt.models.converter import StreamConverter, stream_converter
 
 
-def stream_traffic_bits(stream) -> int:
+def stream_traffic_bits(stream: Stream) -> int:
     """Bits a stream moves through DRAM when cut: written once, read in the consumer's view."""
     write = stream.tokens * stream.width
     read = stream.dst_type.tokens * stream.dst_type.token_bits if stream.dst_type is not None else write
@@ -86,7 +87,7 @@ class FusionData:
         return set(zip(assign[self.src][cut].tolist(), assign[self.dst][cut].tolist()))
 
 
-def fusion_data(graph, c_max: int) -> FusionData:
+def fusion_data(graph: DataflowGraph, c_max: int) -> FusionData:
     """Arrays of ``graph`` for the fusion models (converters by Algorithm 1 or explicit bytes)."""
     names = topological_order(graph)
     index = {k: i for i, k in enumerate(names)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
 from dfopt.ir.converter import same_stream
 from dfopt.ir.graph import DataflowGraph, Kernel, Stream
@@ -56,7 +57,7 @@ def _converter_kernel(stream, group: int) -> tuple[Kernel, Stream, Stream]:
     return kernel, into, out
 
 
-def fused_graph(graph, where: dict) -> DataflowGraph:
+def fused_graph(graph: DataflowGraph, where: Mapping[str, int]) -> DataflowGraph:
     """The fused design: groups as connected parts, converters and DMA kernels inserted."""
     out = DataflowGraph()
     for name, k in graph.kernels.items():
@@ -84,7 +85,7 @@ def fused_graph(graph, where: dict) -> DataflowGraph:
     return out
 
 
-def onchip_memory(graph, where: dict) -> dict:
+def onchip_memory(graph: DataflowGraph, where: Mapping[str, int]) -> dict:
     """On-chip bytes of the fused design vs. a design that buffers every intermediate whole.
 
     Fused: kernel bytes + converters of internal streams + FIFOs of internal streams at depth 2.

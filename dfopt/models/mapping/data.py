@@ -24,10 +24,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from dfopt.errors import InstanceError
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
 
 #: Bytes a DMA channel moves per cycle (AIE2 stream switch ports are 32 bits wide).
 BYTES_PER_CYCLE = 4
@@ -120,18 +124,18 @@ def shares_memory(a: tuple, b: tuple) -> bool:
 
 
 def _ports(graph, task: dict) -> dict:
-    raw = {k: [] for k in graph.kernels}
+    raw: dict[str, list[tuple]] = {k: [] for k in graph.kernels}
     for s in graph.streams.values():
         b = s.tokens * s.width // 8
         raw[s.src].append(("out", "stream", task[s.dst], b, s.name, s.dst, ()))
         raw[s.dst].append(("in", "stream", task[s.src], b, s.name, s.src, ()))
     for name, k in graph.kernels.items():
-        for i, io in enumerate(k.attrs.get("io", [])):
+        for io in k.attrs.get("io", []):
             raw[name].append((io["dir"], "host", io["tensor"], int(io["bytes"]), io["tensor"], None,
                               tuple(tuple(tuple(ax) for ax in blk) for blk in io.get("blocks", []))))
     ports = {}
     for name, items in raw.items():
-        seen = Counter()
+        seen: Counter[tuple] = Counter()
         out = []
         for d, kind, what, b, pname, peer, blocks in sorted(items, key=lambda x: (x[:4], x[4])):
             key = (d, kind, what, b)
@@ -156,15 +160,18 @@ def _validate_io(graph) -> None:
                                     pointer=f"/graph/kernels/{name}/attrs/io/{i}")
 
 
-def mapping_data(instance, region: dict | None = None) -> MappingData:
-    """The data of a ``problem: mapping`` instance (``region`` overrides ``options.mapping.region``)."""
+def mapping_data(instance: Instance, region: dict | None = None,
+                 region_pointer: str = "/options/mapping/region") -> MappingData:
+    """The data of a ``problem: mapping`` instance (``region`` overrides ``options.mapping.region``;
+    ``region_pointer`` is where errors about it point)."""
     graph, platform = instance.graph, instance.platform
+    assert graph is not None  # the driver checks the parts a problem needs
     if platform is None or platform.kind != "npu" or not platform.npu:
         raise InstanceError("the mapping problem needs an NPU platform (a preset: npu1, npu2; or an inline "
                             "object with kind \"npu\")", pointer="/platform")
     if region is None:
         region = instance.options_for("mapping").get("region")
-    tiles, mem, shim = _region(platform, region, "/options/mapping/region")
+    tiles, mem, shim = _region(platform, region, region_pointer)
     _validate_io(graph)
     task = {n: str(k.attrs.get("task", n)) for n, k in graph.kernels.items()}
     work = {n: int(k.latency or 0) for n, k in graph.kernels.items()}
@@ -213,7 +220,7 @@ def mapping_data(instance, region: dict | None = None) -> MappingData:
 def connected_task_sets(d: MappingData) -> list[frozenset]:
     """Every set of tasks that may share a tile: non-empty and connected by streams (a chain of
     bundles). Enumerated by growing connected sets one neighbour at a time."""
-    adj = {t: set() for t in d.tasks}
+    adj: dict[str, set[str]] = {t: set() for t in d.tasks}
     for link in d.task_links:
         a, b = tuple(link)
         adj[a].add(b)

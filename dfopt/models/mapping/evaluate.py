@@ -1,7 +1,7 @@
 """Recount a mapping (virtual node -> compute tile) without a solver: the physical nodes, the DMA
 channels each tile uses, its data memory, the estimated makespan and every rule it breaks.
 
-Rules (DESIGN 5.5; the same as the exact model's constraints):
+Rules (docs/dato.md; the same as the exact model's constraints):
 
 * members of one task on a tile form a *bundle*: isomorphic (the same work, memory and port
   roles) and independent (no path between any two, as :meth:`dfopt.dato.graph.MappingGraph.can_bundle`);
@@ -24,13 +24,13 @@ nothing: that is what chain and neighbour placement buy.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from itertools import combinations
 
 import networkx as nx
 
 from dfopt.models.mapping.data import STACK_BYTES, MappingData
-
 
 #: The rules a mapping keeps, as the checker reports them.
 RULES = ("assignment", "legality", "ports", "memory")
@@ -64,13 +64,13 @@ def class_text(cls: tuple) -> str:
     return f"{task} {d} {kind}{arrow if kind == 'stream' else ' '}{what}" + (f" #{ordinal}" if ordinal else "")
 
 
-def member_order(d: MappingData, members) -> list:
+def member_order(d: MappingData, members: Iterable[str]) -> list:
     rank = {v: i for i, v in enumerate(d.nodes)}
     trank = {t: i for i, t in enumerate(d.tasks)}
     return sorted(members, key=lambda v: (trank[d.task[v]], rank[v]))
 
 
-def node_kind(d: MappingData, members) -> str:
+def node_kind(d: MappingData, members: Collection[str]) -> str:
     """``single``, ``bundle`` (one task, several members), ``chain`` (several tasks, one member
     each) or ``chain of bundles``."""
     tasks = {d.task[v] for v in members}
@@ -81,7 +81,7 @@ def node_kind(d: MappingData, members) -> str:
     return "chain" if len(tasks) == len(members) else "chain of bundles"
 
 
-def legality_faults(d: MappingData, members, where: str) -> list[str]:
+def legality_faults(d: MappingData, members: Iterable[str], where: str) -> list[str]:
     """Bundle and chain rules inside one physical node (``where`` names it in the messages)."""
     faults = []
     by_task: dict = {}
@@ -113,7 +113,7 @@ def legality_faults(d: MappingData, members, where: str) -> list[str]:
 
 def evaluate(d: MappingData, assign: dict) -> Evaluation:
     """Recount ``assign`` (virtual node -> (col, row)); faults are empty when every rule holds."""
-    problems = {rule: [] for rule in RULES}
+    problems: dict[str, list[str]] = {rule: [] for rule in RULES}
     placed, legal, ports, memory_use = (problems[rule] for rule in RULES)
     tiles = set(d.tiles)
     members: dict = {}
@@ -142,7 +142,7 @@ def evaluate(d: MappingData, assign: dict) -> Evaluation:
     mode, channels, memory, estimate, host = {}, {}, {}, {}, []
     lim = d.limits
     for t, vs in members.items():
-        need = {"in": {}, "out": {}}
+        need: dict[str, dict] = {"in": {}, "out": {}}
         cycles = 0
         for v in vs:
             cycles += d.work[v]

@@ -1,4 +1,4 @@
-"""Memory binding (``problem: memory``; StreamTensor section 5.3, DESIGN 5.3).
+"""Memory binding (``problem: memory``; StreamTensor section 5.3; docs/memory.md).
 
 Binds every on-chip memory of the graph (:func:`.buffers.graph_buffers`: kernel buffers, stream
 FIFOs with a depth, layout converters) to registers, LUTRAM, BRAM18 or URAM by its geometry
@@ -9,187 +9,147 @@ pooled as one slot ``device``). Per slot and resource (``lut``, ``ff``, ``bram``
 ``max_utilization``. Objective: the least peak weighted utilisation ``weight[r] * used /
 capacity``; then, with that peak fixed, the least sum of the weighted utilisations.
 
-Formulations (``FORMULATIONS``):
+The formulations are in :mod:`.formulations` (default ``cpsat``). ``bound`` is the proven
+optimum, or a lower bound from the solver's bound and the kernels' own usage. Infeasible
+instances raise :class:`~dfopt.errors.InfeasibleError` naming the slot, the resource, the need and
+the capacity.
 
-* ``heuristic`` — size-ordered baseline (:mod:`.heuristic`);
-* ``cpsat`` — the exact model (:mod:`.exact`) solved by CP-SAT, hinted with the heuristic;
-* ``mip`` — the same model through a MIP backend (``highs`` by default; ``scip``, ``cbc``).
-
-The exact formulations never return worse than the heuristic. ``bound`` is the proven optimum,
-or a lower bound from the solver's bound and the kernels' own usage. Infeasible instances raise
-:class:`~dfopt.errors.InfeasibleError` naming the slot, the resource, the need and the capacity.
-
->>> from dfopt.instance import load
->>> from dfopt.api import solve_instance
->>> sol = solve_instance(load("instances/memory/tight.json"))
+>>> import dfopt
+>>> sol = dfopt.solve("instances/memory/tight.json")
 >>> sec = sol.sections["memory"]
->>> sol.status, round(sol.objective, 4), round(sec["heuristic"]["peak"], 4), sec["peak_at"]
+>>> sol.status.value, round(sol.objective, 4), round(sec["heuristic"]["peak"], 4), sec["peak_at"]
 ('optimal', 0.6667, 0.8333, ['PL', 'bram'])
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
-from dfopt.errors import (
-    InfeasibleError,
-    NoSolutionError,
-)
+from dfopt.errors import InfeasibleError
 from dfopt.ir.memory import KIND_RESOURCE, MEMORY_KINDS
+from dfopt.models import registry
+from dfopt.models.base import Outcome, Problem
 from dfopt.models.memory.buffers import BufferUse, graph_buffers
 from dfopt.models.memory.checks import check, checks
-from dfopt.models.memory.diagnose import (
-    base_fault,
-    capacity_text,
-    fmt,
-    lonely_fault,
-    overflow_error,
-)
-from dfopt.models.memory.exact import (
-    ExactOutcome,
-    least_overflow,
-    lexicographically_better,
-    minimise_peak,
-    minimise_sum,
-)
+from dfopt.models.memory.decision import Binding
+from dfopt.models.memory.diagnose import base_fault, lonely_fault
+from dfopt.models.memory.formulations import MemoryData, floor_bound, formulations
 from dfopt.models.memory.heuristic import size_ordered
-from dfopt.models.memory.problem import (
-    RESOURCES,
-    UNIT_NAMES,
-    MemoryProblem,
-    memory_problem,
-)
-from dfopt.models.options import CommonOptions, check_formulation
-from dfopt.solution import Solution
+from dfopt.models.memory.problem import RESOURCES, memory_problem
+from dfopt.models.memory.summary import summary
+from dfopt.models.options import CommonOptions, option, where
 
-__all__ = ["DEFAULT_FORMULATION", "FORMULATIONS", "BufferUse", "Options", "bind_for_placement", "check",
-           "checks", "graph_buffers", "solve"]
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.ir.graph import DataflowGraph
+    from dfopt.ir.platform import Platform
+    from dfopt.solution import Solution
 
-DEFAULT_FORMULATION = "cpsat"
-MIP_SOLVERS = ("highs", "scip", "cbc")
-EXPLAIN_SECONDS = 10.0  # extra time to find a least-overflow binding for the infeasibility message
+__all__ = ["PROBLEM", "Options", "Binding", "BufferUse", "bind", "bind_for_placement", "check", "checks",
+           "graph_buffers"]
+
+_POSITIVE = {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}
 
 
 @dataclass(frozen=True)
 class Options(CommonOptions):
-    """Memory-binding options (also CLI flags and ``options.memory`` fields). ``placement`` and
-    ``weights`` may be given as JSON text on the command line."""
+    """Memory-binding options (``options.memory``, ``dfopt solve`` flags, keywords)."""
 
-    placement: dict | None = None     # kernel -> slot; default: the one slot, or the pooled device
-    max_utilization: float = 1.0      # capacity = slot resources x this
-    weights: dict | None = None       # resource (lut, ff, bram, uram) -> positive weight, default 1
-    hint: bool = True                 # exact model: start from the heuristic binding
-
-
-@dataclass
-class Outcome:
-    binding: list
-    status: str
-    solver: str
-    bound: float | None = None
-    stats: dict | None = None
+    placement: dict | None = option(None, "kernel -> slot; default: the only slot, or the whole device pooled as "
+                                          "one slot", schema={"type": "object", "additionalProperties":
+                                                              {"type": "string", "minLength": 1}},
+                                    metavar="JSON")
+    max_utilization: float = option(1.0, "capacity = slot resources x this", exclusive_minimum=0, maximum=1)
+    weights: dict | None = option(None, "resource (lut, ff, bram, uram) -> positive weight of its utilisation "
+                                        "(default 1 each)",
+                                  schema={"type": "object", "properties": {r: _POSITIVE for r in RESOURCES},
+                                          "additionalProperties": False}, metavar="JSON")
+    hint: bool = option(True, "exact formulations: start from the size-ordered binding")
 
 
-def _floor_bound(problem: MemoryProblem) -> float:
-    """The peak of the kernels and register FIFOs alone: no binding does better."""
-    used = [dict(slot.base) for slot in problem.slots]
-    for i, options in enumerate(problem.options):
-        if len(options) == 1:
-            kind, cost = next(iter(options.items()))
-            used[problem.slot_of[i]][KIND_RESOURCE[kind]] += cost
-    return max((problem.weights[r] * used[s][r] / problem.slots[s].capacity[r] for s, r in problem.rows()),
-               default=0.0)
-
-
-def _decide(ctx, backend: str) -> ExactOutcome:
-    """The exact least-peak search; an instance with no fitting binding raises InfeasibleError."""
-    problem, opts = ctx["problem"], ctx["options"]
-    deadline = time.perf_counter() + opts.time_limit
-    out = minimise_peak(problem, ctx["heuristic"], backend, opts, deadline)
-    if out.infeasible:
-        shown = least_overflow(problem, ctx["heuristic"], backend, opts, deadline + EXPLAIN_SECONDS, out)
-        raise overflow_error(problem, shown or ctx["heuristic"], least=shown is not None)
-    out.deadline = deadline
-    return out
-
-
-def _no_fit(ctx, what: str) -> NoSolutionError:
-    problem = ctx["problem"]
-    s, r, u = problem.over_capacity(ctx["heuristic"])[0]
-    return NoSolutionError(f"{what}; the size-ordered binding needs {fmt(u)} {UNIT_NAMES[r]} in slot "
-                           f"{problem.slots[s].name}, {capacity_text(problem, s, r)}")
-
-
-def _heuristic(ctx) -> Outcome:
-    problem = ctx["problem"]
-    if problem.fits(ctx["heuristic"]):
-        return Outcome(ctx["heuristic"], "feasible", "none", _floor_bound(problem))
-    out = _decide(ctx, "cpsat")  # raises InfeasibleError when no binding fits
-    if out.binding is None:
-        raise _no_fit(ctx, "the size-ordered heuristic overfills a slot and CP-SAT did not decide in time "
-                           "whether any binding fits")
-    raise _no_fit(ctx, "the size-ordered heuristic overfills a slot although a binding that fits exists; "
-                       "use formulation cpsat")
-
-
-def _exact(ctx, backend: str) -> Outcome:
-    problem, opts, heur = ctx["problem"], ctx["options"], ctx["heuristic"]
-    out = _decide(ctx, backend)
-    if out.binding is None:
-        raise _no_fit(ctx, f"{backend} found no binding within the time limit ({opts.time_limit:g} s)")
-    binding = minimise_sum(problem, out.binding, backend, opts, out.deadline, out)
-    stats = {"solves": out.solves, "proven": out.proven}
-    if problem.fits(heur) and lexicographically_better(problem, heur, binding):
-        binding, stats["fell_back_to_heuristic"] = heur, True
-    status = "optimal" if out.proven else ("time_limit" if out.timed_out else "feasible")
-    return Outcome(binding, status, backend, out.bound, stats)
-
-
-FORMULATIONS = {
-    "heuristic": _heuristic,
-    "cpsat": lambda ctx: _exact(ctx, "cpsat"),
-    "mip": lambda ctx: _exact(ctx, ctx["options"].solver or "highs"),
-}
-
-
-def _validate(instance, options: Options) -> str:
-    formulation = check_formulation("memory", instance, options, FORMULATIONS, DEFAULT_FORMULATION,
-                                    {"cpsat": ("cpsat",), "mip": MIP_SOLVERS})
-    return formulation
-
-
-def solve(instance, options: Options) -> Solution:
-    """Bind every memory of ``instance.graph``; the binding is checked before it is returned."""
-    formulation = _validate(instance, options)
-    t0 = time.perf_counter()
+def prepare(instance: Instance, options: Options) -> MemoryData:
+    assert instance.graph is not None  # the driver checks the parts a problem needs
     problem = memory_problem(instance.graph, instance.platform, options.placement, options.weights,
-                             options.max_utilization)
+                             options.max_utilization, where=lambda name, *path: where(options, name, *path))
     fault = base_fault(problem) or lonely_fault(problem)
     if fault is not None:
         raise InfeasibleError(*fault)
-    heur = size_ordered(problem)
-    t_prep = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    out = FORMULATIONS[formulation]({"problem": problem, "options": options, "heuristic": heur})
-    t_solve = time.perf_counter() - t1
-    peak = problem.peak(out.binding)[0]
-    bound = min(max(out.bound or 0.0, _floor_bound(problem)), peak)
-    status = "optimal" if peak <= bound + 1e-12 else out.status
-    solution = Solution(
-        instance=instance.name, problem="memory", status=status, objective=peak, bound=bound,
-        formulation=formulation, solver=out.solver, seed=options.seed,
-        sections={"memory": _section(problem, out.binding, heur)},
-        stats={**(out.stats or {}), "buffers": len(problem.buffers),
-               "with_choice": sum(len(o) > 1 for o in problem.options),
-               "time_prepare_s": t_prep, "time_solve_s": t_solve})
-    t = time.perf_counter()
-    solution.checks = checks(instance, solution)
-    solution.stats["time_check_s"] = time.perf_counter() - t
-    return solution
+    # lonely_fault leaves no buffer without an allowed kind, so the heuristic binds every one
+    return MemoryData(problem, cast("list[str]", size_ordered(problem)))
 
 
-def bind_for_placement(graph, platform) -> tuple[dict, dict]:
+def _binding_list(data: MemoryData, decision: Binding) -> list:
+    return [decision.binding[b.key] for b in data.problem.buffers]
+
+
+def objective(data: MemoryData, decision: Binding) -> float:
+    return data.problem.peak(_binding_list(data, decision))[0]
+
+
+def report(data: MemoryData, outcome: Outcome, options: Options) -> dict:
+    """The ``memory`` section beside the binding: costs, owners, usage per slot, peak, baseline."""
+    problem, binding, heur = data.problem, _binding_list(data, outcome.decision), data.heuristic
+    used = problem.usage(binding)
+    slots = {}
+    for s, slot in enumerate(problem.slots):
+        slots[slot.name] = {r: {"used": used[s][r], "capacity": slot.capacity[r],
+                                "utilization": used[s][r] / slot.capacity[r]}
+                            for r in RESOURCES if slot.has(r)}
+    peak, at = problem.peak(binding)
+    outcome.stats.update(buffers=len(problem.buffers), with_choice=sum(len(o) > 1 for o in problem.options))
+    return {
+        "cost": {b.key: b.options[k] for b, k in zip(problem.buffers, binding)},
+        "owner": {b.key: b.owner for b in problem.buffers},
+        "placement": dict(problem.placement),
+        "slots": slots,
+        "peak": peak,
+        "peak_at": list(at) if at else None,
+        "sum": problem.weighted_sum(binding),
+        "heuristic": {"peak": problem.peak(heur)[0], "sum": problem.weighted_sum(heur), "fits": problem.fits(heur)},
+        "counts": {k: sum(1 for x in binding if x == k) for k in MEMORY_KINDS},
+        "max_utilization": problem.max_utilization,
+        "weights": dict(problem.weights),
+        "pooled": problem.pooled,
+    }
+
+
+def _weights(instance, options: Options) -> dict:
+    return {**{r: 1.0 for r in RESOURCES}, **(options.weights or {})}
+
+
+def _placement(instance, options: Options) -> dict:
+    if options.placement is not None:
+        return dict(options.placement)
+    names = [s.name for s in instance.platform.slots]
+    return {k: names[0] if len(names) == 1 else "device" for k in instance.graph.kernels}
+
+
+PROBLEM = Problem(
+    info=registry.info("memory"), options=Options, decision=Binding, prepare=prepare,
+    formulations=formulations(), default="cpsat", objective=objective,
+    lower_bound=lambda data: floor_bound(data.problem), report=report, checks=checks, summary=summary,
+    recorded={"max_utilization": lambda inst, o: o.max_utilization, "weights": _weights,
+              "placement": _placement})
+
+
+def bind(graph: DataflowGraph, platform: Platform | str, **options: Any) -> Solution:
+    """Bind every memory of ``graph`` on ``platform`` (a Platform or a preset name); returns the
+    checked :class:`~dfopt.solution.Solution` (``.decision.binding``: memory -> kind).
+
+    Examples
+    --------
+    >>> from dfopt.ir.graph import Buffer, DataflowGraph, Kernel
+    >>> g = DataflowGraph([Kernel("a", buffers=(Buffer("w", 512, 4096),))])
+    >>> dict(bind(g, "u55c").decision.binding)
+    {'a.w': 'uram'}
+    """
+    from dfopt.api import solve_graph
+
+    return solve_graph("memory", graph, platform, **options)
+
+
+def bind_for_placement(graph: DataflowGraph, platform: Platform) -> tuple[dict, dict]:
     """Bind every memory before placement (the placement model's ``memory_binding: heuristic``):
     the size-ordered heuristic on the device pooled as one slot. Returns the resources the bound
     memories add to each owner kernel and the binding (key -> kind).
@@ -209,30 +169,3 @@ def bind_for_placement(graph, platform) -> tuple[dict, dict]:
             r = KIND_RESOURCE[kind]
             extra.setdefault(b.owner, {})[r] = extra.get(b.owner, {}).get(r, 0) + b.options[kind]
     return extra, {b.key: kind for b, kind in zip(problem.buffers, binding) if kind is not None}
-
-
-def _section(problem: MemoryProblem, binding, heur) -> dict:
-    keys = [b.key for b in problem.buffers]
-    used = problem.usage(binding)
-    slots = {}
-    for s, slot in enumerate(problem.slots):
-        slots[slot.name] = {r: {"used": used[s][r], "capacity": slot.capacity[r],
-                                "utilization": used[s][r] / slot.capacity[r]}
-                            for r in RESOURCES if slot.has(r)}
-    peak, where = problem.peak(binding)
-    return {
-        "binding": dict(zip(keys, binding)),
-        "cost": {b.key: b.options[k] for b, k in zip(problem.buffers, binding)},
-        "owner": {b.key: b.owner for b in problem.buffers},
-        "placement": dict(problem.placement),
-        "slots": slots,
-        "peak": peak,
-        "peak_at": list(where) if where else None,
-        "sum": problem.weighted_sum(binding),
-        "heuristic": {"peak": problem.peak(heur)[0], "sum": problem.weighted_sum(heur),
-                      "fits": problem.fits(heur)},
-        "counts": {k: sum(1 for x in binding if x == k) for k in MEMORY_KINDS},
-        "max_utilization": problem.max_utilization,
-        "weights": dict(problem.weights),
-        "pooled": problem.pooled,
-    }

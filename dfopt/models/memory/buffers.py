@@ -1,6 +1,6 @@
 """The on-chip memories of a dataflow graph, each with the kernel that owns it.
 
-Three sources (DESIGN 5.3): every kernel-local buffer (``Kernel.buffers``), every stream FIFO with
+Three sources (docs/memory.md): every kernel-local buffer (``Kernel.buffers``), every stream FIFO with
 a ``depth``, and every layout converter a stream needs (:func:`dfopt.models.converter.stream_converter`,
 one ping-pong buffer of the stream's width). A buffer lives beside its owner: the kernel itself,
 or the consumer (``dst``) of a stream. This module depends on the IR and the converter model
@@ -19,10 +19,14 @@ conv.e b 64 64 converter {'lutram': 64, 'bram18': 2.0, 'uram': 1}
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dfopt.errors import InstanceError
 from dfopt.ir.memory import memory_options
 from dfopt.models.converter import stream_converter
+
+if TYPE_CHECKING:
+    from dfopt.ir.graph import DataflowGraph
 
 __all__ = ["SOURCES", "BufferUse", "graph_buffers"]
 
@@ -72,7 +76,7 @@ def _origins(graph):
                    BufferUse(f"conv.{s.name}", s.dst, s.width, depth, "converter"))
 
 
-def graph_buffers(graph) -> list[BufferUse]:
+def graph_buffers(graph: DataflowGraph) -> list[BufferUse]:
     """Every memory of ``graph`` to bind: kernel buffers (``kernel.buffer``), stream FIFOs with a
     depth (``fifo.stream``; FIFOs without a depth are skipped), converters that need bytes
     (``conv.stream``, depth ``ceil(bytes * 8 / width)``).

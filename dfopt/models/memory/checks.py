@@ -6,29 +6,36 @@
 * ``memory-capacity`` — per slot and resource, the kernels' resources plus the buffers' cost
   (recounted with :func:`dfopt.ir.memory.memory_cost`) at most the slot's resource times
   ``max_utilization``, and equal to the reported usage;
-* ``memory-objective`` — the peak weighted utilisation recomputed equals the objective; the bound
-  is not above it.
+* ``memory-objective`` — the peak weighted utilisation recomputed equals the objective (and the
+  reported peak, where it is, the sum of the weighted utilisations and the count of each kind);
+  the bound is not above it.
 
-The placement, ``max_utilization`` and ``weights`` are the ones the solution reports (the solver
-may have had them from the command line), else the instance's options.
+The placement, ``max_utilization`` and ``weights`` are the options' (the instance's, and the
+user's for ``dfopt check``), never the solution's.
 
->>> from dfopt.api import solve_instance
->>> from dfopt.instance import load
->>> inst = load("instances/memory/tight.json")
->>> sol = solve_instance(inst)
+>>> import dataclasses, dfopt
+>>> inst = dfopt.load("instances/memory/tight.json")
+>>> sol = dfopt.solve(inst)
 >>> check(inst, sol)
 []
->>> sol.sections["memory"]["binding"]["k.a"] = "register"
+>>> sol.decision = dataclasses.replace(sol.decision, binding={**sol.decision.binding, "k.a": "register"})
 >>> check(inst, sol)
 ["k.a: kind 'register' is not allowed for 16 x 2048 bits (kernel); allowed: lutram, bram18, uram"]
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
 from dfopt.errors import InstanceError
 from dfopt.ir.memory import KIND_RESOURCE, memory_cost, memory_options
-from dfopt.models.memory.buffers import graph_buffers
-from dfopt.solution import Check
+from dfopt.models.memory.buffers import BufferUse, graph_buffers
+from dfopt.solution import Check, Solution
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.models.memory import Options
 
 RESOURCES = ("lut", "ff", "bram", "uram")
 POOLED = "device"
@@ -39,8 +46,8 @@ def _close(a, b) -> bool:
     return abs(float(a) - float(b)) <= TOL * max(1.0, abs(float(a)), abs(float(b)))
 
 
-def _binding_faults(uses, sec) -> list[str]:
-    binding, cost, owner = sec.get("binding", {}), sec.get("cost", {}), sec.get("owner", {})
+def _binding_faults(uses, binding, sec) -> list[str]:
+    cost, owner = sec.get("cost", {}), sec.get("owner", {})
     bad = []
     for b in uses:
         kind = binding.get(b.key)
@@ -61,14 +68,10 @@ def _binding_faults(uses, sec) -> list[str]:
     return bad
 
 
-def _settings(instance, sec) -> tuple[float, dict, dict | None]:
-    opts = instance.options.get("memory", {})
-    mu = sec.get("max_utilization", opts.get("max_utilization", 1.0))
+def _settings(options) -> tuple[float, dict, dict | None]:
     weights = {r: 1.0 for r in RESOURCES}
-    given = sec.get("weights", opts.get("weights"))
-    weights.update(given if isinstance(given, dict) else {})
-    placement = sec.get("placement", opts.get("placement"))
-    return float(mu), weights, placement if isinstance(placement, dict) else None
+    weights.update(options.weights or {})
+    return float(options.max_utilization), weights, options.placement
 
 
 def _capacities(instance, placement, mu) -> tuple[dict, dict, list[str]]:
@@ -88,8 +91,10 @@ def _capacities(instance, placement, mu) -> tuple[dict, dict, list[str]]:
     return placement, caps, bad
 
 
-def recount(instance, uses, binding, placement, caps) -> dict:
+def recount(instance: Instance, uses: Iterable[BufferUse], binding: Mapping[str, str], placement: Mapping[str, str],
+            caps: Mapping[str, Mapping[str, float]]) -> dict:
     """slot -> resource -> used: the kernels' resources plus the bound memories' cost."""
+    assert instance.graph is not None  # the driver checks the parts a problem needs
     used = {s: {r: 0.0 for r in RESOURCES} for s in caps}
     for name, kernel in instance.graph.kernels.items():
         for r in RESOURCES:
@@ -113,31 +118,57 @@ def _capacity_faults(used, caps, sec) -> list[str]:
     return bad
 
 
-def peak_of(used, caps, weights) -> float:
+def utilizations(used: Mapping[str, Mapping[str, float]], caps: Mapping[str, Mapping[str, float]],
+                 weights: Mapping[str, float]) -> dict:
+    """(slot, resource) -> ``weight * used / capacity``, over the resources with a capacity."""
+    return {(s, r): weights[r] * u / caps[s][r] for s, res in used.items() for r, u in res.items() if caps[s][r] > 0}
+
+
+def peak_of(used: Mapping[str, Mapping[str, float]], caps: Mapping[str, Mapping[str, float]],
+            weights: Mapping[str, float]) -> float:
     """The largest ``weight * used / capacity`` over the resources with a capacity."""
-    return max((weights[r] * u / caps[s][r] for s, res in used.items() for r, u in res.items() if caps[s][r] > 0),
-               default=0.0)
+    return max(utilizations(used, caps, weights).values(), default=0.0)
 
 
-def checks(instance, solution) -> list[Check]:
+def _figure_faults(sec, binding, util, peak) -> list[str]:
+    """The reported sum, counts and place of the peak against the recount."""
+    bad = []
+    if sec.get("sum") is not None and not _close(sec["sum"], sum(util.values())):
+        bad.append(f"reported sum {sec['sum']} differs from the recount {sum(util.values())}")
+    counts = sec.get("counts")
+    if isinstance(counts, dict):
+        for kind in sorted(set(counts) | set(binding.values())):
+            n = sum(1 for k in binding.values() if k == kind)
+            if counts.get(kind, 0) != n:
+                bad.append(f"reported {counts.get(kind, 0)} memories in {kind}, the binding has {n}")
+    at = sec.get("peak_at")
+    if isinstance(at, list) and len(at) == 2 and not (tuple(at) in util and _close(util[tuple(at)], peak)):
+        bad.append(f"reported peak at {at}, where the weighted utilisation is {util.get(tuple(at))}, not {peak}")
+    return bad
+
+
+def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
     sec = solution.sections.get("memory") or {}
+    binding = dict(solution.decision.binding)
+    assert instance.graph is not None  # the driver checks the parts a problem needs
     try:
         uses = graph_buffers(instance.graph)
     except InstanceError as err:
         return [Check("memory-binding", False, [str(err)])]
-    bad = _binding_faults(uses, sec)
+    bad = _binding_faults(uses, binding, sec)
     out = [Check("memory-binding", not bad, bad)]
     if bad:
         return out
-    mu, weights, placement = _settings(instance, sec)
+    mu, weights, placement = _settings(options)
     placement, caps, bad = _capacities(instance, placement, mu)
     if bad:
         return out + [Check("memory-capacity", False, bad)]
-    used = recount(instance, uses, sec["binding"], placement, caps)
+    used = recount(instance, uses, binding, placement, caps)
     bad = _capacity_faults(used, caps, sec)
     out.append(Check("memory-capacity", not bad, bad))
-    peak = peak_of(used, caps, weights)
-    obj = []
+    util = utilizations(used, caps, weights)
+    peak = max(util.values(), default=0.0)
+    obj = _figure_faults(sec, binding, util, peak)
     if solution.objective is None or not _close(solution.objective, peak):
         obj.append(f"objective {solution.objective} differs from the recounted peak utilisation {peak}")
     if sec.get("peak") is not None and not _close(sec["peak"], peak):
@@ -148,6 +179,10 @@ def checks(instance, solution) -> list[Check]:
     return out
 
 
-def check(instance, solution) -> list[str]:
-    """Violations only (empty when every check passes)."""
-    return [d for c in checks(instance, solution) if not c.ok for d in c.details]
+def check(instance: Instance, solution: Solution, options: Options | None = None) -> list[str]:
+    """Violations only (empty when every check passes); ``options`` default to the instance's."""
+    if options is None:
+        from dfopt.models.driver import make_options
+
+        options = make_options(instance, problem="memory")
+    return [d for c in checks(instance, options, solution) if not c.ok for d in c.details]

@@ -9,11 +9,14 @@ do not fit (proven by the exact model), shown by a binding with the least overfl
 >>> from dfopt.models.memory.problem import memory_problem
 >>> g = DataflowGraph([Kernel("a", resources={"bram": 700})])
 >>> p = Platform("x", "fpga", slots=[Slot("SLR0", resources={"bram": 672})])
->>> print(base_fault(memory_problem(g, p, max_utilization=0.8))[0])
-slot SLR0: kernels need 700 BRAM36 before any buffer, capacity 672 x 0.8 = 537.6; move kernels to other slots, raise max_utilization or make the kernels smaller
+>>> print(base_fault(memory_problem(g, p, max_utilization=0.8))[0])  # doctest: +NORMALIZE_WHITESPACE
+slot SLR0: kernels need 700 BRAM36 before any buffer, capacity 672 x 0.8 = 537.6;
+move kernels to other slots, raise max_utilization or make the kernels smaller
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from dfopt.errors import InfeasibleError
 from dfopt.ir.memory import KIND_RESOURCE
@@ -22,7 +25,7 @@ from dfopt.models.memory.problem import EPS, RESOURCES, UNIT_NAMES, MemoryProble
 __all__ = ["base_fault", "fmt", "lonely_fault", "overflow_error"]
 
 
-def fmt(v) -> str:
+def fmt(v: float) -> str:
     """A number without a useless ``.0``; at most 6 significant digits otherwise."""
     v = float(v)
     return str(int(v)) if v == int(v) else f"{v:.6g}"
@@ -88,7 +91,7 @@ def lonely_fault(problem: MemoryProblem) -> tuple[str, tuple] | None:
     return None
 
 
-def overflow_error(problem: MemoryProblem, binding, least: bool) -> InfeasibleError:
+def overflow_error(problem: MemoryProblem, binding: Sequence[str], least: bool) -> InfeasibleError:
     """The error for buffers that do not fit together (proven by the exact model), shown by
     ``binding``: one with the least overflow when ``least``, else the size-ordered one."""
     used = problem.usage(binding)

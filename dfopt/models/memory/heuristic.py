@@ -49,14 +49,14 @@ def _choose(problem: MemoryProblem, i: int, used: dict) -> str:
     return min(fitting or overflowing)[-1]
 
 
-def size_ordered(problem: MemoryProblem) -> list[str]:
+def size_ordered(problem: MemoryProblem) -> list[str | None]:
     """The baseline binding: ``binding[i]`` is the kind of ``problem.buffers[i]``.
 
     A buffer with no allowed kind at all (its slot has none of their resources) gets None; the
     caller reports it.
     """
     used = [dict(slot.base) for slot in problem.slots]
-    binding: list = [None] * len(problem.buffers)
+    binding: list[str | None] = [None] * len(problem.buffers)
     for i in order(problem):
         if not problem.options[i]:
             continue

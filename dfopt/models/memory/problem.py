@@ -22,11 +22,17 @@ the largest ``weight[r] * used / capacity`` over them, its *sum* the total.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dfopt.errors import InstanceError
 from dfopt.ir.memory import KIND_RESOURCE, MEMORY_KINDS
 from dfopt.models.memory.buffers import BufferUse, graph_buffers
+
+if TYPE_CHECKING:
+    from dfopt.ir.graph import DataflowGraph
+    from dfopt.ir.platform import Platform
 
 __all__ = [
     "POOLED_SLOT",
@@ -76,7 +82,7 @@ class MemoryProblem:
         """(slot index, resource) of every objective row (positive capacity)."""
         return [(s, r) for s, slot in enumerate(self.slots) for r in RESOURCES if slot.has(r)]
 
-    def usage(self, binding) -> list[dict]:
+    def usage(self, binding: Sequence[str]) -> list[dict]:
         """Per slot: resource -> used (base plus the buffers' cost), for ``binding[i]`` = kind."""
         used = [dict(slot.base) for slot in self.slots]
         for i, kind in enumerate(binding):
@@ -84,13 +90,13 @@ class MemoryProblem:
             used[self.slot_of[i]][r] = used[self.slot_of[i]].get(r, 0) + self.buffers[i].options[kind]
         return used
 
-    def utilizations(self, binding) -> dict:
+    def utilizations(self, binding: Sequence[str]) -> dict:
         """(slot index, resource) -> weighted utilisation ``weight * used / capacity``."""
         used = self.usage(binding)
         return {(s, r): self.weights[r] * used[s].get(r, 0) / self.slots[s].capacity[r]
                 for s, r in self.rows()}
 
-    def peak(self, binding) -> tuple[float, tuple[str, str] | None]:
+    def peak(self, binding: Sequence[str]) -> tuple[float, tuple[str, str] | None]:
         """The largest weighted utilisation and where it is (slot name, resource)."""
         util = self.utilizations(binding)
         if not util:
@@ -98,10 +104,10 @@ class MemoryProblem:
         (s, r), value = max(util.items(), key=lambda kv: kv[1])
         return value, (self.slots[s].name, r)
 
-    def weighted_sum(self, binding) -> float:
+    def weighted_sum(self, binding: Sequence[str]) -> float:
         return sum(self.utilizations(binding).values())
 
-    def over_capacity(self, binding) -> list[tuple[int, str, float]]:
+    def over_capacity(self, binding: Sequence[str]) -> list[tuple[int, str, float]]:
         """(slot index, resource, used) of every resource above its capacity."""
         out = []
         for s, used in enumerate(self.usage(binding)):
@@ -109,11 +115,11 @@ class MemoryProblem:
             out += [(s, r, u) for r, u in used.items() if u > cap.get(r, 0) + EPS and u > 0]
         return out
 
-    def fits(self, binding) -> bool:
+    def fits(self, binding: Sequence[str]) -> bool:
         return not self.over_capacity(binding)
 
 
-def parse_mapping(value, pointer: str) -> dict | None:
+def parse_mapping(value: object, pointer: str) -> dict | None:
     """A dict option given as a dict, or as JSON text (how it comes from a CLI flag)."""
     if value is None or isinstance(value, dict):
         return value
@@ -127,10 +133,14 @@ def parse_mapping(value, pointer: str) -> dict | None:
     raise InstanceError(f"expected an object, got {value!r}", pointer=pointer)
 
 
-def _weights(value) -> dict:
+def _default_where(name: str, *path) -> str:
+    return "/options/memory/" + "/".join(str(p) for p in (name,) + path)
+
+
+def _weights(value, where=_default_where) -> dict:
     weights = {r: 1.0 for r in RESOURCES}
-    for r, w in (parse_mapping(value, "/options/memory/weights") or {}).items():
-        pointer = f"/options/memory/weights/{r}"
+    for r, w in (parse_mapping(value, where("weights")) or {}).items():
+        pointer = where("weights", r)
         if r not in RESOURCES:
             raise InstanceError(f"unknown resource {r!r}; expected one of: {', '.join(RESOURCES)}", pointer=pointer)
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
@@ -139,15 +149,15 @@ def _weights(value) -> dict:
     return weights
 
 
-def _placement(graph, platform, value) -> tuple[dict, bool]:
-    given = parse_mapping(value, "/options/memory/placement")
+def _placement(graph, platform, value, where=_default_where) -> tuple[dict, bool]:
+    given = parse_mapping(value, where("placement"))
     names = [s.name for s in platform.slots]
     if given is None:
         if len(names) == 1:
             return {k: names[0] for k in graph.kernels}, False
         return {k: POOLED_SLOT for k in graph.kernels}, True
     for kernel, slot in given.items():
-        pointer = f"/options/memory/placement/{kernel}"
+        pointer = where("placement", kernel)
         if kernel not in graph.kernels:
             raise InstanceError(f"unknown kernel {kernel!r}; the graph has: {', '.join(graph.kernels)}",
                                 pointer=pointer)
@@ -157,7 +167,7 @@ def _placement(graph, platform, value) -> tuple[dict, bool]:
     missing = [k for k in graph.kernels if k not in given]
     if missing:
         raise InstanceError(f"the placement leaves out kernel(s) {', '.join(missing)}; place every kernel "
-                            "or drop the placement to pool the device", pointer="/options/memory/placement")
+                            "or drop the placement to pool the device", pointer=where("placement"))
     return dict(given), False
 
 
@@ -180,9 +190,11 @@ def _slots(graph, platform, placement: dict, pooled: bool, mu: float) -> list[Sl
     return slots
 
 
-def memory_problem(graph, platform, placement=None, weights=None, max_utilization: float = 1.0,
-                   buffers: list[BufferUse] | None = None) -> MemoryProblem:
-    """Parse the problem; a bad option is an :class:`InstanceError` with its JSON pointer.
+def memory_problem(graph: DataflowGraph, platform: Platform | None, placement: object = None, weights: object = None,
+                   max_utilization: float = 1.0, buffers: list[BufferUse] | None = None,
+                   where: Callable[..., str] = _default_where) -> MemoryProblem:
+    """Parse the problem; a bad option is an :class:`InstanceError` naming the option
+    (``where(name, *path)`` gives its pointer; by default the instance's ``/options/memory/...``).
 
     Without a placement, a one-slot platform holds everything; a platform with several slots is
     pooled into one slot named ``device`` whose capacity is the sum over its slots.
@@ -191,16 +203,16 @@ def memory_problem(graph, platform, placement=None, weights=None, max_utilizatio
         raise InstanceError("memory binding needs a platform with slots", pointer="/platform")
     if isinstance(max_utilization, bool) or not 0 < float(max_utilization) <= 1:
         raise InstanceError(f"max_utilization must be in (0, 1], got {max_utilization!r}",
-                            pointer="/options/memory/max_utilization")
+                            pointer=where("max_utilization"))
     mu = float(max_utilization)
-    where, pooled = _placement(graph, platform, placement)
-    slots = _slots(graph, platform, where, pooled, mu)
+    placed, pooled = _placement(graph, platform, placement, where)
+    slots = _slots(graph, platform, placed, pooled, mu)
     index = {s.name: i for i, s in enumerate(slots)}
     uses = graph_buffers(graph) if buffers is None else buffers
-    slot_of = [index[where[b.owner]] for b in uses]
+    slot_of = [index[placed[b.owner]] for b in uses]
     options = [{k: c for k, c in b.options.items() if slots[s].has(KIND_RESOURCE[k]) or len(b.options) == 1}
                for b, s in zip(uses, slot_of)]
-    return MemoryProblem(uses, slot_of, options, slots, _weights(weights), mu, where, pooled)
+    return MemoryProblem(uses, slot_of, options, slots, _weights(weights, where), mu, placed, pooled)
 
 
 def kind_order(kind: str) -> int:

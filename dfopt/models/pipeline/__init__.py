@@ -1,14 +1,16 @@
-"""The end-to-end pipeline as a problem (``problem: pipeline``; DESIGN 5.7, :mod:`dfopt.pipeline`).
+"""The end-to-end pipeline as a problem (``problem: pipeline``; docs/pipeline.md).
 
-An instance carries an operator graph (``operators``) and a platform; the solution holds every
-stage's section (``fusion``, ``fifo``, ``memory``, ``placement``) and a ``pipeline`` section with
-the per-stage time, objective and checks and the design's figures. The checker rebuilds each
-stage's input from the operator graph and the sections before it (tiling is deterministic) and
-runs that stage's own checker, so ``dfopt check`` re-verifies the whole design without a solver.
+An instance carries an operator graph (``operators``) and a platform; the stages
+(:mod:`.stages`: tiling, fusion, FIFO sizing, memory binding, placement) run in order, each on
+the IR and the typed decision of the one before. The solution holds every stage's section
+(``fusion``, ``fifo``, ``memory``, ``placement``) and a ``pipeline`` section with the per-stage
+time, objective and checks and the design's figures. The checker rebuilds each stage's input
+from the operator graph, the options and the decisions before it (tiling is deterministic) and
+runs that stage's own checker, so ``dfopt check`` re-verifies the whole design without a solver;
+``--emit-dir`` writes the HLS C++ project.
 
->>> from dfopt.instance import load
->>> from dfopt.api import solve_instance
->>> sol = solve_instance(load("instances/pipeline/ffn.json"), time_limit=10)
+>>> import dfopt
+>>> sol = dfopt.solve("instances/pipeline/ffn.json", time_limit=10)
 >>> sol.ok, [s["name"] for s in sol.sections["pipeline"]["stages"]]
 (True, ['tiling', 'fusion', 'fifo', 'memory', 'placement'])
 """
@@ -16,123 +18,218 @@ runs that stage's own checker, so ``dfopt check`` re-verifies the whole design w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from dfopt.errors import InstanceError, unknown_name_error
-from dfopt.models.options import CommonOptions
+from dfopt.errors import InstanceError
+from dfopt.models import registry
+from dfopt.models.base import Outcome, Problem
+from dfopt.models.options import CommonOptions, option
+from dfopt.models.pipeline.decision import STAGES, Design
+from dfopt.models.pipeline.stages import (
+    channel_graph,
+    dram_traffic,
+    emit,
+    fifo_stage,
+    fusion_stage,
+    memory_stage,
+    placement_stage,
+    run,
+    tiling_faults,
+    tiling_stage,
+)
+from dfopt.models.pipeline.summary import summary
+from dfopt.results import Termination
 from dfopt.solution import Check, Solution
 
-__all__ = ["DEFAULT_FORMULATION", "FORMULATIONS", "Options", "check", "checks", "solve"]
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.ir.graph import DataflowGraph
+    from dfopt.models.pipeline.stages import StageResult
 
-DEFAULT_FORMULATION = "staged"
-FORMULATIONS = {"staged": None}      # the stages in order (dfopt.pipeline.run)
-STAGE_PROBLEMS = ("fusion", "fifo", "memory", "placement")
+__all__ = ["PROBLEM", "Options", "Design", "run", "emit", "channel_graph", "tiling_stage", "fusion_stage",
+           "fifo_stage", "memory_stage", "placement_stage", "check", "checks"]
+
+_FUSION = ("cpsat", "greedy", "mip")
+_PLACEMENT = ("cpsat", "greedy", "bipartition", "mip")
 
 
 @dataclass(frozen=True)
 class Options(CommonOptions):
-    """Pipeline options (also CLI flags and ``options.pipeline`` fields)."""
+    """Pipeline options (``options.pipeline``, ``dfopt solve`` flags, keywords)."""
 
-    default_tile_size: int = 64
-    overall_unroll_size: int = 1024
-    fusion_formulation: str | None = None
-    placement_formulation: str | None = None
-    c_max: int | None = None            # fusion capacity in bytes (default: the platform's on-chip bytes)
+    default_tile_size: int = option(64, "tile size of every dimension (its largest divisor at most this)",
+                                    minimum=1, maximum=1 << 16)
+    overall_unroll_size: int = option(1024, "lanes shared by all compute kernels (intensity-aware unrolling)",
+                                      minimum=1, maximum=1 << 20)
+    fusion_formulation: str | None = option(None, "formulation of the fusion stage (default: fusion's)",
+                                            choices=_FUSION)
+    placement_formulation: str | None = option(None, "formulation of the placement stage (default: placement's)",
+                                               choices=_PLACEMENT)
+    c_max: int | None = option(None, "fusion capacity in bytes (default: the platform's on-chip bytes)",
+                               minimum=1, maximum=1 << 50, metavar="BYTES")
 
 
-def _validate(instance, options: Options) -> None:
-    formulation = options.formulation or DEFAULT_FORMULATION
-    if formulation not in FORMULATIONS:
-        raise unknown_name_error("pipeline formulation", formulation, FORMULATIONS, pointer="/options/pipeline/formulation")
-    if instance.operators is None:
-        raise InstanceError("the pipeline problem needs an operator graph", pointer="/operators")
-    if instance.platform is None or not instance.platform.slots:
+@dataclass
+class PipelineData:
+    """The instance, its tiled graph (the tiling stage) and, once solved, the design's latency
+    (the FIFO stage's makespan, proven equal to the unbounded one by its checks)."""
+
+    instance: Instance
+    tiled: DataflowGraph
+    tiling: StageResult
+    latency: int | None = None
+
+
+def prepare(instance: Instance, options: Options) -> PipelineData:
+    assert instance.platform is not None and instance.operators is not None  # the driver checks them
+    if not instance.platform.slots:
         raise InstanceError("the pipeline problem needs an FPGA platform with slots", pointer="/platform")
-    for field_name in ("default_tile_size", "overall_unroll_size"):
-        if getattr(options, field_name) < 1:
-            raise InstanceError(f"{field_name} must be >= 1, got {getattr(options, field_name)}",
-                                pointer=f"/options/pipeline/{field_name}")
+    tiled, tiling = tiling_stage(instance.operators, options.default_tile_size, options.overall_unroll_size)
+    return PipelineData(instance, tiled, tiling)
 
 
-def solve(instance, options: Options) -> Solution:
-    from dfopt import pipeline
+def _staged(data: PipelineData, options: Options) -> Outcome:
+    inst = data.instance
+    assert inst.operators is not None
+    result = run(inst.operators, inst.platform, inst.name, time_limit=options.time_limit, seed=options.seed,
+                 fusion_formulation=options.fusion_formulation, placement_formulation=options.placement_formulation,
+                 c_max=options.c_max, tiled=data.tiled, tiling=data.tiling)
+    sols: dict[str, Solution] = {}
+    for p in STAGES:
+        sol = result.stage(p).solution
+        assert sol is not None  # a solver stage keeps its solution
+        sols[p] = sol
+    data.latency = int(result.stage("fifo").details["makespan"])
+    design = Design(**{p: sols[p].decision for p in STAGES})
+    solver = "+".join(sorted({s.solver for s in sols.values()} - {"none"})) or "none"
+    return Outcome(design, Termination.FEASIBLE, solver=solver,
+                   stats={"stage_time_s": {s.name: s.time_s for s in result.stages}},
+                   limit_reached=any(s.limit_reached for s in sols.values()),
+                   report={"result": result, "solutions": sols})
 
-    _validate(instance, options)
-    result = pipeline.run(instance.operators, instance.platform, instance.name,
-                          default_tile_size=options.default_tile_size,
-                          overall_unroll_size=options.overall_unroll_size, time_limit=options.time_limit,
-                          seed=options.seed, fusion_formulation=options.fusion_formulation,
-                          placement_formulation=options.placement_formulation, c_max=options.c_max)
-    by = {s.name: s for s in result.stages}
-    sections = {p: by[p].solution.sections[p] for p in STAGE_PROBLEMS}
-    fusion, fifo = by["fusion"].details, by["fifo"].details
+
+class Staged:
+    """The stages in order (:func:`.stages.run`)."""
+
+    name = "staged"
+    solvers: tuple = ()
+    exact = False
+    bound = False
+    numbers = False       # the stages' numbers are in different units: show the elapsed time only
+
+    def solve(self, data: PipelineData, options: Options) -> Outcome:
+        return _staged(data, options)
+
+
+def objective(data: PipelineData, design: Design) -> float | None:
+    return None if data.latency is None else float(data.latency)
+
+
+def report(data: PipelineData, outcome: Outcome, options: Options) -> dict:
+    result, sols = outcome.report["result"], outcome.report["solutions"]
+    assert data.instance.operators is not None
+    sections = {p: sols[p].sections[p] for p in STAGES}
+    fusion, fifo = result.stage("fusion").details, result.stage("fifo").details
     sections["pipeline"] = {
         "stages": [s.to_dict() for s in result.stages],
         "total_time_s": sum(s.time_s for s in result.stages),
         "latency_cycles": fifo["makespan"],
+        "dram": dram_traffic(data.instance.operators, data.tiled, fusion["dram_bytes"]),
         "dram_bytes": fusion["dram_bytes"], "unfused_dram_bytes": fusion["unfused_dram_bytes"],
         "onchip_bytes": fusion["onchip_bytes"], "buffered_bytes": fusion["buffered_bytes"],
         "fifo_bits": fifo["total_bits"],
-        "slot_utilization": by["placement"].details["slot_utilization"],
-        "options": {"default_tile_size": options.default_tile_size, "overall_unroll_size": options.overall_unroll_size,
-                    "c_max": options.c_max},
+        "slot_utilization": result.stage("placement").details["slot_utilization"],
+        "options": _recorded_options(data.instance, options),
     }
-    solution = Solution(instance=instance.name, problem="pipeline", status="feasible",
-                        objective=float(fifo["makespan"]), formulation="staged",
-                        solver="+".join(sorted({by[p].solution.solver for p in STAGE_PROBLEMS} - {"none"})) or "none",
-                        seed=options.seed, sections=sections,
-                        stats={"stage_time_s": {s.name: s.time_s for s in result.stages}})
-    solution.checks = checks(instance, solution)
-    return solution
+    return sections
 
 
-def checks(instance, solution) -> list[Check]:
-    """Each stage's checker on its rebuilt input (see the module docstring)."""
-    from dfopt import pipeline
-    from dfopt.api import check_solution
-    from dfopt.instance.convert import graph_from_dict
+def _recorded_options(instance, options: Options) -> dict:
+    return {"default_tile_size": options.default_tile_size, "overall_unroll_size": options.overall_unroll_size,
+            "c_max": options.c_max}
+
+
+def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
+    """Each stage's checker on its input rebuilt from the operator graph, the options and the
+    decisions before it; then the design's figures against the recount."""
     from dfopt.instance.types import Instance
-    from dfopt.ir.graph import DataflowGraph
-    from dfopt.models.tiling.tiler import tile_graph
+    from dfopt.models import driver
+    from dfopt.models.fusion import fused_design
+    from dfopt.models.registry import get_problem
 
-    sec = solution.sections.get("pipeline") or {}
-    opts = sec.get("options", {})
-    out = []
-    tiled = tile_graph(instance.operators, opts.get("default_tile_size", 64), opts.get("overall_unroll_size", 1024))
-    faults = pipeline.tiling_faults(tiled)
-    out.append(Check("pipeline-tiling", not faults, faults[:10]))
+    design = solution.decision
+    listed = (solution.sections.get("pipeline") or {}).get("stages", [])
+    stages = {s["name"]: s for s in (listed if isinstance(listed, list) else [])
+              if isinstance(s, dict) and isinstance(s.get("name"), str)}
+    assert instance.operators is not None  # the driver checks the parts a problem needs
+    tiled, _ = tiling_stage(instance.operators, options.default_tile_size, options.overall_unroll_size)
+    faults = tiling_faults(tiled)
+    out = [Check("pipeline-tiling", not faults, faults[:10])]
 
-    def stage(problem, graph, platform):
-        if problem not in solution.sections:
-            return [Check(f"pipeline-{problem}", False, [f"the solution has no {problem} section"])]
-        sub = Solution(instance.name, problem, solution.status, sections={problem: solution.sections[problem]})
-        sub.objective = _stage_objective(problem, sec)
-        result = check_solution(Instance(instance.name, problem, graph=graph, platform=platform), sub)
-        return [Check(f"{problem}:{c.name}", c.ok, c.details) for c in result]
+    def stage(problem: str, graph, platform, **stage_options) -> list[Check]:
+        sub = Instance(instance.name, problem, graph=graph, platform=platform)
+        sub_options = driver.make_options(sub, stage_options)
+        recorded = stages.get(problem, {})
+        sol = Solution(instance.name, problem, recorded.get("status", "feasible"),
+                       objective=recorded.get("objective"), bound=recorded.get("bound"),
+                       decision=getattr(design, problem),
+                       sections={problem: solution.sections.get(problem, {})})
+        checks_ = driver.run_checks(get_problem(problem), sub, sub_options, sol)
+        return [Check(f"{problem}:{c.name}", c.ok, c.details) for c in checks_]
 
-    out += stage("fusion", tiled, instance.platform)
-    fused = graph_from_dict(solution.sections["fusion"]["fused_graph"], validate=False)
+    out += stage("fusion", tiled, instance.platform, c_max=options.c_max)
+    if not all(c.ok for c in out if c.name == "fusion:fusion-partition"):
+        return out
+    fused = fused_design(tiled, design.fusion)
     out += stage("fifo", fused, None)
-    depths = solution.sections["fifo"]["depths"]
-    sized = DataflowGraph(list(fused.kernels.values()),
-                          [_with_depth(s, depths.get(n)) for n, s in fused.streams.items()])
-    out += stage("memory", pipeline.channel_graph(sized), instance.platform)
-    out += stage("placement", pipeline.channel_graph(sized), instance.platform)
+    if not all(c.ok for c in out if c.name == "fifo:depths-complete"):
+        return out
+    sized = fused.with_depths(dict(design.fifo.depths))
+    out += stage("memory", channel_graph(sized), instance.platform)
+    out += stage("placement", channel_graph(sized), instance.platform, memory_binding="heuristic")
+    out.append(_figures(instance, solution, tiled))
     return out
 
 
-def _with_depth(stream, depth):
-    import dataclasses
+def _figures(instance, solution, tiled) -> Check:
+    """The pipeline section's figures and the objective agree with the stages' recounted ones."""
+    from dfopt.models.fusion.checks import recount
 
-    return dataclasses.replace(stream, depth=None if depth is None else int(depth))
+    sec, fifo = solution.sections.get("pipeline") or {}, solution.sections.get("fifo") or {}
+    bad = []
+    latency = fifo.get("makespan")
+    if solution.objective != latency or sec.get("latency_cycles") != latency:
+        bad.append(f"objective {solution.objective} and latency_cycles {sec.get('latency_cycles')} must equal the "
+                   f"fifo stage's makespan {latency}")
+    groups = [list(g) for g in solution.decision.fusion.groups]
+    where = {k: i for i, g in enumerate(groups) for k in g}
+    fusion = recount(tiled, groups, where)
+    got = dram_traffic(instance.operators, tiled, fusion["dram_bytes"])
+    if sec.get("dram") != got:
+        bad.append(f"dram {sec.get('dram')} differs from the recount {got}")
+    for key, value in (("dram_bytes", fusion["dram_bytes"]), ("unfused_dram_bytes", fusion["unfused_dram_bytes"]),
+                       ("fifo_bits", fifo.get("total_bits"))):
+        if sec.get(key) != value:
+            bad.append(f"{key} {sec.get(key)} differs from the stages' {value}")
+    return Check("pipeline-figures", not bad, bad)
 
 
-def _stage_objective(problem: str, pipeline_section: dict):
-    """The objective the pipeline recorded for stage ``problem``."""
-    for s in pipeline_section.get("stages", []):
-        if s["name"] == problem:
-            return s.get("objective")
-    return None
+def check(instance: Instance, solution: Solution, options: Options | None = None) -> list[str]:
+    if options is None:
+        from dfopt.models.driver import make_options
+
+        options = make_options(instance, problem="pipeline")
+    return [d for c in checks(instance, options, solution) if not c.ok for d in (c.details or [c.name])]
 
 
-def check(instance, solution) -> list[str]:
-    return [d for c in checks(instance, solution) if not c.ok for d in (c.details or [c.name])]
+def _emit(instance, solution, out_dir) -> dict:
+    return emit(instance, solution, out_dir)
+
+
+PROBLEM = Problem(
+    info=registry.info("pipeline"), options=Options, decision=Design, prepare=prepare,
+    formulations=(Staged(),), default="staged", objective=objective, report=report, checks=checks,
+    summary=summary, emit=_emit,
+    emit_help="write the HLS C++ project, its data and a Makefile whose 'make -C DIR csim' checks it against NumPy",
+    recorded={f"pipeline.options.{k}": (lambda inst, o, k=k: getattr(o, k))
+              for k in ("default_tile_size", "overall_unroll_size", "c_max")})

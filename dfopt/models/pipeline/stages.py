@@ -1,12 +1,13 @@
-"""The end-to-end pipeline: an operator graph to a solved, checked dataflow design.
+"""The stages of the pipeline: an operator graph to a solved, checked dataflow design.
 
-Stages, each reading the IR and the decisions before it and leaving the IR valid; each can be
-run alone from Python on the same IR:
+Each stage reads the IR and the typed decisions before it and leaves the IR valid; each can be
+run alone from Python on the same IR, and passes its decision on as a frozen dataclass (no JSON
+in between):
 
 1. :func:`tiling_stage` — :func:`dfopt.models.tiling.tiler.tile_graph`: kernels, loops, unroll,
    itensor port types, costs;
 2. :func:`fusion_stage` — kernel fusion with converters (``problem: fusion``); returns the fused
-   design as IR (converter and DMA kernels inserted);
+   design as IR (converter and DMA kernels inserted, :func:`dfopt.models.fusion.fused_design`);
 3. :func:`fifo_stage` — FIFO sizing of the fused design (``problem: fifo``);
 4. :func:`memory_stage` — memory binding of every kernel buffer and FIFO (``problem: memory``,
    device pooled), FIFOs at their channel geometry (:func:`channel_graph`); the fused design's
@@ -16,9 +17,8 @@ run alone from Python on the same IR:
    the memory stage's heuristic.
 
 Then :func:`emit` writes the HLS C++ project (``dfopt solve --emit-dir``). Every stage's
-solution is checked by its own checker; :func:`run` collects per-stage time,
-objective and checks. Stage solvers share ``time_limit`` (a third each for fusion, memory and
-placement).
+solution is checked by its own checker; :func:`run` collects per-stage time, objective and
+checks. Stage solvers share ``time_limit`` (a third each for fusion, memory and placement).
 """
 
 from __future__ import annotations
@@ -27,10 +27,17 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from dfopt.instance.types import Instance
 from dfopt.ir.graph import DataflowGraph
 from dfopt.ir.itensor import DTYPE_BITS
+
+if TYPE_CHECKING:
+    from dfopt.io import StrPath
+    from dfopt.ir.opgraph import OpGraph
+    from dfopt.ir.platform import Platform
+    from dfopt.solution import Solution
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +51,20 @@ class StageResult:
     objective: float | None = None
     status: str = "done"
     checks_ok: bool = True
-    solution: object = None
+    solution: Solution | None = None
     details: dict = field(default_factory=dict)
+    bound: float | None = None
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "time_s": round(self.time_s, 4), "objective": self.objective,
-                "status": self.status, "checks_ok": self.checks_ok, **self.details}
+        d: dict[str, Any] = {"name": self.name, "time_s": round(self.time_s, 4), "objective": self.objective,
+             "status": self.status, "checks_ok": self.checks_ok}
+        if self.bound is not None:
+            d["bound"] = self.bound
+        return {**d, **self.details}
 
 
-def tiling_stage(opgraph, default_tile_size: int = 64, overall_unroll_size: int = 1024) -> tuple[DataflowGraph, StageResult]:
+def tiling_stage(opgraph: OpGraph, default_tile_size: int = 64,
+                 overall_unroll_size: int = 1024) -> tuple[DataflowGraph, StageResult]:
     from dfopt.models.tiling.tiler import tile_graph
 
     t = time.perf_counter()
@@ -78,45 +90,47 @@ def tiling_faults(graph: DataflowGraph) -> list[str]:
     return bad
 
 
-def _solve(problem: str, graph, platform, name: str, options: dict):
-    from dfopt.api import solve_instance
+def _solve(problem: str, graph: DataflowGraph, platform: Platform | None, name: str,
+           options: dict) -> Solution:
+    from dfopt.api import solve
 
-    inst = Instance(name, problem, graph=graph, platform=platform)
-    return inst, solve_instance(inst, **options)
+    return solve(Instance(name, problem, graph=graph, platform=platform), **options)
 
 
-def fusion_stage(graph: DataflowGraph, platform, name: str = "design", **options) -> tuple[DataflowGraph, StageResult]:
-    from dfopt.instance.convert import graph_from_dict
+def _result(name: str, t0: float, sol: Solution, details: dict) -> StageResult:
+    return StageResult(name, time.perf_counter() - t0, sol.objective, sol.status.value, sol.ok, sol, details,
+                       sol.bound)
+
+
+def fusion_stage(graph: DataflowGraph, platform: Platform | None, name: str = "design",
+                 **options: Any) -> tuple[DataflowGraph, StageResult]:
+    from dfopt.models.fusion import fused_design
 
     t = time.perf_counter()
-    _, sol = _solve("fusion", graph, platform, name, options)
+    sol = _solve("fusion", graph, platform, name, options)
     sec = sol.sections["fusion"]
-    fused = graph_from_dict(sec["fused_graph"], validate=False)
-    return fused, StageResult("fusion", time.perf_counter() - t, sol.objective, sol.status, sol.ok, sol,
-                              {"groups": len(sec["groups"]), "dram_bytes": sec["dram_bytes"],
-                               "unfused_dram_bytes": sec["unfused_dram_bytes"],
-                               "onchip_bytes": sec["onchip"]["fused_bytes"],
-                               "buffered_bytes": sec["onchip"]["buffered_bytes"]})
+    return fused_design(graph, sol.decision), _result("fusion", t, sol, {
+        "groups": len(sol.decision.groups), "dram_bytes": sec["dram_bytes"],
+        "unfused_dram_bytes": sec["unfused_dram_bytes"], "onchip_bytes": sec["onchip"]["fused_bytes"],
+        "buffered_bytes": sec["onchip"]["buffered_bytes"]})
 
 
-def fifo_stage(graph: DataflowGraph, name: str = "design", **options) -> tuple[DataflowGraph, StageResult]:
+def fifo_stage(graph: DataflowGraph, name: str = "design", **options: Any) -> tuple[DataflowGraph, StageResult]:
     t = time.perf_counter()
-    _, sol = _solve("fifo", graph, None, name, options)
+    sol = _solve("fifo", graph, None, name, options)
     sec = sol.sections["fifo"]
-    sized = DataflowGraph(list(graph.kernels.values()),
-                          [dataclasses.replace(s, depth=int(sec["depths"][n])) for n, s in graph.streams.items()])
-    return sized, StageResult("fifo", time.perf_counter() - t, sol.objective, sol.status, sol.ok, sol,
-                              {"total_depth": sec["total_depth"], "total_bits": sec["total_bits"],
-                               "bram18": sec["bram18"], "makespan": sec["makespan"]})
+    return graph.with_depths(sol.decision.depths), _result("fifo", t, sol, {
+        "total_depth": sec["total_depth"], "total_bits": sec["total_bits"], "bram18": sec["bram18"],
+        "makespan": sec["makespan"]})
 
 
-def memory_stage(graph: DataflowGraph, platform, name: str = "design", **options) -> StageResult:
+def memory_stage(graph: DataflowGraph, platform: Platform | None, name: str = "design",
+                 **options: Any) -> StageResult:
     t = time.perf_counter()
-    _, sol = _solve("memory", channel_graph(graph), platform, name, options)
+    sol = _solve("memory", channel_graph(graph), platform, name, options)
     sec = sol.sections["memory"]
-    counts = sec.get("counts", {})
-    return StageResult("memory", time.perf_counter() - t, sol.objective, sol.status, sol.ok, sol,
-                       {"peak": sec["peak"], "peak_at": sec.get("peak_at"), "counts": counts})
+    return _result("memory", t, sol, {"peak": sec["peak"], "peak_at": sec.get("peak_at"),
+                                      "counts": sec.get("counts", {})})
 
 
 def channel_graph(graph: DataflowGraph) -> DataflowGraph:
@@ -138,29 +152,50 @@ def channel_graph(graph: DataflowGraph) -> DataflowGraph:
     return DataflowGraph(list(graph.kernels.values()), streams)
 
 
-def placement_stage(graph: DataflowGraph, platform, name: str = "design", **options) -> StageResult:
+def placement_stage(graph: DataflowGraph, platform: Platform | None, name: str = "design",
+                    **options: Any) -> StageResult:
     t = time.perf_counter()
-    _, sol = _solve("placement", channel_graph(graph), platform, name, {"memory_binding": "heuristic", **options})
+    sol = _solve("placement", channel_graph(graph), platform, name, {"memory_binding": "heuristic", **options})
     sec = sol.sections["placement"]
     util = {s: max(v["utilization"].values()) for s, v in sec["slots"].items()}
-    return StageResult("placement", time.perf_counter() - t, sol.objective, sol.status, sol.ok, sol,
-                       {"slot_utilization": util, "crossing_streams": sec["crossing_streams"]})
+    return _result("placement", t, sol, {"slot_utilization": util, "crossing_streams": sec["crossing_streams"]})
+
+
+def dram_traffic(opgraph: OpGraph, tiled: DataflowGraph, fusion_dram_bytes: float) -> dict:
+    """Bytes the design moves through DRAM: what the ``dma_in`` kernels read of the weights and of
+    the graph inputs (per stream they feed, re-read tiles counted again), what the ``dma_out``
+    kernels write of the outputs, and the intermediates cut between fused groups (written and read
+    back, as the fusion stage counts them)."""
+    out: dict[str, float] = {"weights": 0, "inputs": 0, "outputs": 0, "intermediates": float(fusion_dram_bytes)}
+    for s in tiled.streams.values():
+        src, dst = tiled.kernels[s.src], tiled.kernels[s.dst]
+        if src.op == "dma_in":
+            kind = opgraph.tensors[src.attrs["tensor"]].kind
+            out["weights" if kind == "weight" else "inputs"] += s.tokens * s.width // 8
+        if dst.op == "dma_out":
+            out["outputs"] += s.tokens * s.width // 8
+    out["total"] = out["weights"] + out["inputs"] + out["outputs"] + out["intermediates"]
+    return out
 
 
 @dataclass
 class PipelineResult:
     graph: DataflowGraph          # the final design: fused, FIFO depths set
-    stages: list
-    slots: dict
+    stages: list[StageResult]
+    tiled: DataflowGraph
 
     @property
     def ok(self) -> bool:
         return all(s.checks_ok for s in self.stages)
 
+    def stage(self, name: str) -> StageResult:
+        return next(s for s in self.stages if s.name == name)
 
-def run(opgraph, platform, name: str = "design", default_tile_size: int = 64, overall_unroll_size: int = 1024,
-        time_limit: float = 60.0, seed: int = 0, fusion_formulation: str | None = None,
-        placement_formulation: str | None = None, c_max: int | None = None) -> PipelineResult:
+
+def run(opgraph: OpGraph, platform: Platform | None, name: str = "design", default_tile_size: int = 64,
+        overall_unroll_size: int = 1024, time_limit: float = 60.0, seed: int = 0, fusion_formulation: str | None = None,
+        placement_formulation: str | None = None, c_max: int | None = None, tiled: DataflowGraph | None = None,
+        tiling: StageResult | None = None) -> PipelineResult:
     """Every stage in order; raises the stage's error (with the stage named) when one fails."""
     from dfopt.errors import DfoptError
 
@@ -176,37 +211,42 @@ def run(opgraph, platform, name: str = "design", default_tile_size: int = 64, ov
                 err.reason = f"pipeline stage {label}: {err.reason}"
             raise
 
-    tiled, r = step("tiling", tiling_stage, opgraph, default_tile_size, overall_unroll_size)
-    stages.append(r)
+    if tiled is None:
+        tiled, tiling = step("tiling", tiling_stage, opgraph, default_tile_size, overall_unroll_size)
+    if tiling is None:
+        raise ValueError("run: a tiled graph given without its tiling stage result")
+    stages.append(tiling)
     fused, r = step("fusion", fusion_stage, tiled, platform, name, formulation=fusion_formulation, c_max=c_max,
                     **share)
     stages.append(r)
     sized, r = step("fifo", fifo_stage, fused, name)
     stages.append(r)
     stages.append(step("memory", memory_stage, sized, platform, name, **share))
-    r = step("placement", placement_stage, sized, platform, name, formulation=placement_formulation, **share)
-    stages.append(r)
+    stages.append(step("placement", placement_stage, sized, platform, name, formulation=placement_formulation,
+                       **share))
     for s in stages:
         log.info("stage %s: %.2f s, objective %s, checks %s", s.name, s.time_s, s.objective, s.checks_ok)
-    return PipelineResult(sized, stages, r.solution.sections["placement"]["slot"])
+    return PipelineResult(sized, stages, tiled)
 
 
-def emit(instance, solution, out_dir) -> dict:
+def emit(instance: Instance, solution: Solution, out_dir: StrPath) -> dict:
     """Write the HLS C++ project of a solved pipeline instance into ``out_dir`` (atomically):
-    the operator graph tiled again with the solution's options (deterministic), FIFO depths of
-    the fifo stage mapped onto the emitted streams, kernels assigned to their placement slots,
-    one dataflow function per fused group (the fusion stage's groups restricted to the tiled
-    graph's kernels: its converter and DMA kernels are the emitter's own; a cut stream goes
-    through DRAM). Returns the emitter's summary."""
+    the operator graph tiled again with the solution's options (deterministic), the fused design
+    rebuilt from the fusion decision, FIFO depths of the fifo stage mapped onto the emitted
+    streams, kernels assigned to their placement slots, one dataflow function per fused group (the
+    fusion stage's groups restricted to the tiled graph's kernels: its converter and DMA kernels
+    are the emitter's own; a cut stream goes through DRAM). Returns the emitter's summary."""
     from dfopt.codegen.hls.emit import design_depths, emit_design
-    from dfopt.instance.convert import graph_from_dict
+    from dfopt.models.fusion import fused_design
     from dfopt.models.tiling.tiler import tile_graph
 
     opts = solution.sections["pipeline"]["options"]
+    design = solution.decision
+    assert instance.operators is not None  # the driver checks the parts a problem needs
     tiled = tile_graph(instance.operators, opts["default_tile_size"], opts["overall_unroll_size"])
-    fused = graph_from_dict(solution.sections["fusion"]["fused_graph"], validate=False)
-    depths = design_depths(fused, solution.sections["fifo"]["depths"])
-    slots = {k: s for k, s in solution.sections["placement"]["slot"].items() if k in tiled.kernels}
-    groups = [[k for k in members if k in tiled.kernels] for members in solution.sections["fusion"]["groups"]]
+    fused = fused_design(tiled, design.fusion)
+    depths = design_depths(fused, dict(design.fifo.depths))
+    slots = {k: s for k, s in design.placement.slot.items() if k in tiled.kernels}
+    groups = [[k for k in members if k in tiled.kernels] for members in design.fusion.groups]
     groups = [members for members in groups if members]
     return emit_design(instance.operators, tiled, depths, out_dir, slots=slots, seed=solution.seed, groups=groups)

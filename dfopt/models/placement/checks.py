@@ -3,18 +3,28 @@ everything is recounted from the graph, the platform and the options.
 
 * ``placement-assignment`` — every kernel in exactly one known slot; pins and same-slot groups hold;
 * ``placement-memory`` — every memory (kernel buffer, FIFO, converter) bound once to a kind its
-  geometry allows;
+  geometry allows, and to the kind ``memory_binding`` fixes (``bram``: BRAM18, registers for a
+  FIFO too shallow for a block; ``heuristic``: the size-ordered binding; ``joint``: any); the
+  reported resources of the memories recounted;
 * ``placement-capacity`` — per slot and resource, the kernels' sum plus the blocks of their bound
-  memories (recounted from width x depth) at most ``max_utilization`` x capacity;
+  memories (recounted from width x depth) at most ``max_utilization`` x capacity, and equal to the
+  reported usage;
 * ``placement-wires`` — per cut line, the widths of the streams crossing it at most the wires of
-  the links crossing it;
+  the links crossing it, and equal to the reported wires;
 * ``placement-objective`` — width x Manhattan distance of every stream plus ``balance_weight`` x
-  the summed (max - min) utilisation equals the reported objective.
+  the summed (max - min) utilisation equals the reported objective (and the reported distance,
+  imbalance and crossing streams their recount).
 """
 
 from __future__ import annotations
 
-from dfopt.solution import Check
+from typing import TYPE_CHECKING
+
+from dfopt.solution import Check, Solution
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.models.placement import Options
 
 _KINDS = ("lut", "ff", "dsp", "bram", "uram")
 
@@ -26,8 +36,9 @@ def _memory_faults(graph, solution) -> tuple[dict, list[str]]:
     from dfopt.ir.memory import KIND_RESOURCE
     from dfopt.models.memory.buffers import graph_buffers
 
-    binding = (solution.sections["placement"].get("memory") or {}).get("binding") or {}
-    extra, bad = {}, []
+    binding = dict(solution.decision.binding)
+    extra: dict[str, dict[str, float]] = {}
+    bad: list[str] = []
     buffers = graph_buffers(graph)
     for b in buffers:
         kind = binding.get(b.key)
@@ -42,6 +53,61 @@ def _memory_faults(graph, solution) -> tuple[dict, list[str]]:
     keys = {b.key for b in buffers}
     bad += [f"unknown memory {k!r} in the binding" for k in binding if k not in keys]
     return extra, bad
+
+
+def _mode_faults(instance, mode: str, binding: dict) -> list[str]:
+    """Memories bound to another kind than the one ``memory_binding`` fixes (``joint``: none)."""
+    from dfopt.models.memory.buffers import graph_buffers
+
+    if mode == "joint":
+        return []
+    if mode == "heuristic":
+        from dfopt.models.memory import bind_for_placement
+
+        want = bind_for_placement(instance.graph, instance.platform)[1]
+    else:
+        want = {b.key: "bram18" if "bram18" in b.options else "register" for b in graph_buffers(instance.graph)}
+    return [f"memory {k} is {binding[k]}; memory_binding {mode!r} binds it to {kind}"
+            for k, kind in sorted(want.items()) if k in binding and binding[k] != kind]
+
+
+def _reported_faults(sec: dict, rc: dict, extra: dict, slot_of: dict, graph) -> dict:
+    """Check name -> the section's figures that differ from the recount."""
+    def close(a, b) -> bool:
+        return isinstance(a, (int, float)) and not isinstance(a, bool) and abs(float(a) - b) <= 1e-6 * max(1.0, abs(b))
+
+    out: dict = {"memory": [], "capacity": [], "wires": [], "objective": []}
+    resources = (sec.get("memory") or {}).get("resources")
+    if isinstance(resources, dict):
+        for k in sorted(set(resources) | set(extra)):
+            got, want = resources.get(k) or {}, extra.get(k, {})
+            for r in sorted(set(got) | set(want)):
+                if not close(got.get(r, 0), float(want.get(r, 0))):
+                    out["memory"].append(f"kernel {k}: reported memory {r} {got.get(r, 0)}, recounted {want.get(r, 0)}")
+    for name, row in (sec.get("slots") or {}).items():
+        for r, v in ((row or {}).get("used") or {}).items():
+            if name in rc["used"] and r in rc["used"][name] and not close(v, rc["used"][name][r]):
+                out["capacity"].append(f"slot {name}: reported {r} usage {v}, recounted {rc['used'][name][r]:g}")
+        n = sum(1 for k, s in slot_of.items() if s == name and k in graph.kernels)
+        if "kernels" in (row or {}) and row["kernels"] != n:
+            out["capacity"].append(f"slot {name}: reported {row['kernels']} kernels, it holds {n}")
+    limits = {f"{axis} {lo:g}|{hi:g}": limit for axis, lo, hi, _, limit in rc["lines"]}
+    for cut in sec.get("cuts") or []:
+        line = cut.get("line") if isinstance(cut, dict) else None
+        used = rc["wires"].get(line, 0.0)
+        if line is not None and "wires_used" in cut and not close(cut["wires_used"], used):
+            out["wires"].append(f"line {line}: reported {cut['wires_used']} wires, recounted {used:g}")
+        if line is not None and "wires" in cut and cut["wires"] != limits.get(line, cut["wires"]):
+            out["wires"].append(f"line {line}: reported a limit of {cut['wires']} wires, its links have {limits[line]}")
+    if "distance" in sec and not close(sec["distance"], rc["distance"]):
+        out["objective"].append(f"reported distance {sec['distance']}, recounted {rc['distance']:g}")
+    for r, v in (sec.get("imbalance") or {}).items():
+        if r in rc["imbalance"] and not close(v, rc["imbalance"][r]):
+            out["objective"].append(f"reported {r} imbalance {v}, recounted {rc['imbalance'][r]:g}")
+    crossing = sum(1 for st in graph.streams.values() if slot_of.get(st.src) != slot_of.get(st.dst))
+    if "crossing_streams" in sec and sec["crossing_streams"] != crossing:
+        out["objective"].append(f"reported {sec['crossing_streams']} crossing streams, recounted {crossing}")
+    return out
 
 
 def _assignment_faults(graph, platform, slot_of: dict, pins: dict, same_slot) -> list[str]:
@@ -80,14 +146,15 @@ def _cut_lines(platform):
     return lines
 
 
-def recount(instance, solution) -> dict:
+def recount(instance: Instance, solution: Solution, balance_weight: float = 0.0) -> dict:
     """Usage, cut wires, distance, imbalance and objective of the solution's assignment."""
     graph, platform = instance.graph, instance.platform
-    sec = solution.sections["placement"]
-    slot_of = sec["slot"]
+    assert graph is not None and platform is not None  # the driver checks the parts a problem needs
+    slot_of = dict(solution.decision.slot)
     pos = {s.name: (float(s.x), float(s.y)) for s in platform.slots}
     used = _usage(graph, platform, slot_of, _memory_faults(graph, solution)[0])
-    distance, wires = 0.0, {}
+    distance = 0.0
+    wires: dict[str, float] = {}
     lines = _cut_lines(platform)
     for st in graph.streams.values():
         a, b = slot_of.get(st.src), slot_of.get(st.dst)
@@ -103,23 +170,26 @@ def recount(instance, solution) -> dict:
         utils = [used[s.name][r] / s.resources[r] for s in platform.slots if s.resources.get(r, 0) > 0]
         if len(utils) > 1:
             imbalance[r] = max(utils) - min(utils)
-    weight = float(sec.get("balance_weight", 0.0))
+    weight = float(balance_weight)
     return {"used": used, "wires": wires, "lines": lines, "distance": distance, "imbalance": imbalance,
             "objective": distance + weight * sum(imbalance.values())}
 
 
-def checks(instance, solution) -> list[Check]:
+def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
+    """The checks above; pins, same-slot groups, ``max_utilization`` and ``balance_weight`` are
+    the instance's and the options', never the solution's."""
     graph, platform = instance.graph, instance.platform
-    sec = solution.sections.get("placement")
-    if sec is None or "slot" not in sec:
-        return [Check("placement-assignment", False, ["the solution has no placement.slot"])]
-    opts = instance.options_for("placement")
-    pins = sec.get("pins", opts.get("pins", {})) or {}            # the options it was solved under
-    same_slot = sec.get("same_slot", opts.get("same_slot", [])) or []
-    max_util = float(sec.get("max_utilization", opts.get("max_utilization", 0.8)))
-    out = [Check("placement-assignment", *_verdict(_assignment_faults(graph, platform, sec["slot"], pins, same_slot))),
-           Check("placement-memory", *_verdict(_memory_faults(graph, solution)[1]))]
-    rc = recount(instance, solution)
+    assert graph is not None and platform is not None  # the driver checks the parts a problem needs
+    slot_of = dict(solution.decision.slot)
+    pins, same_slot = dict(options.pins), [list(g) for g in options.same_slot]
+    max_util = float(options.max_utilization)
+    sec = solution.sections.get("placement") or {}
+    extra, memory = _memory_faults(graph, solution)
+    memory += _mode_faults(instance, options.memory_binding, dict(solution.decision.binding))
+    rc = recount(instance, solution, options.balance_weight)
+    reported = _reported_faults(sec, rc, extra, slot_of, graph)
+    out = [Check("placement-assignment", *_verdict(_assignment_faults(graph, platform, slot_of, pins, same_slot))),
+           Check("placement-memory", *_verdict(memory + reported["memory"]))]
     over = []
     for s in platform.slots:
         for r in _KINDS:
@@ -127,18 +197,17 @@ def checks(instance, solution) -> list[Check]:
             need = rc["used"][s.name][r]
             if need > max_util * cap + 1e-6 and (cap > 0 or need > 0):
                 over.append(f"slot {s.name}: {r} {need:g} > {max_util:g} x {cap:g}")
-    out.append(Check("placement-capacity", *_verdict(over)))
+    out.append(Check("placement-capacity", *_verdict(over + reported["capacity"])))
     wire_faults = []
     for axis, lo, hi, _, limit in rc["lines"]:
         used = rc["wires"].get(f"{axis} {lo:g}|{hi:g}", 0.0)
         if limit is not None and used > limit:
             wire_faults.append(f"line {axis} {lo:g}|{hi:g}: {used:g} wires > {limit}")
-    out.append(Check("placement-wires", *_verdict(wire_faults)))
+    out.append(Check("placement-wires", *_verdict(wire_faults + reported["wires"])))
     obj = solution.objective
     ok = obj is not None and abs(rc["objective"] - float(obj)) <= 1e-6 * max(1.0, abs(rc["objective"]))
-    out.append(Check("placement-objective", ok, [] if ok else [f"recounted objective {rc['objective']:.9g}, reported {obj}"]))
-    if solution.bound is not None and obj is not None and solution.bound > float(obj) + 1e-6 * max(1.0, abs(float(obj))):
-        out.append(Check("placement-bound", False, [f"bound {solution.bound} above the objective {obj}"]))
+    objective = ([] if ok else [f"recounted objective {rc['objective']:.9g}, reported {obj}"]) + reported["objective"]
+    out.append(Check("placement-objective", *_verdict(objective)))
     return out
 
 
@@ -146,6 +215,11 @@ def _verdict(faults: list[str]) -> tuple[bool, list[str]]:
     return (not faults, faults[:20])
 
 
-def check(instance, solution) -> list[str]:
-    """Violations as text (empty when the placement is valid)."""
-    return [f"{c.name}: {d}" for c in checks(instance, solution) if not c.ok for d in (c.details or ["failed"])]
+def check(instance: Instance, solution: Solution, options: Options | None = None) -> list[str]:
+    """Violations as text (empty when the placement is valid); ``options`` default to the instance's."""
+    if options is None:
+        from dfopt.models.driver import make_options
+
+        options = make_options(instance, problem="placement")
+    return [f"{c.name}: {d}" for c in checks(instance, options, solution) if not c.ok
+            for d in (c.details or ["failed"])]

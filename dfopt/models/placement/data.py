@@ -21,10 +21,16 @@ wires of each SLR crossing"; on a grid the line is the boundary between two rows
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
+
+if TYPE_CHECKING:
+    from dfopt.ir.graph import DataflowGraph
+    from dfopt.ir.platform import Platform
 
 PLACEMENT_KINDS = ("lut", "ff", "dsp", "bram", "uram")
 
@@ -164,8 +170,10 @@ def _cuts(platform, sx: np.ndarray, sy: np.ndarray, slot_index: dict) -> list[Cu
     return cuts
 
 
-def placement_data(graph, platform, max_utilization: float = 0.8, balance_weight: float = 0.0,
-                   pins: dict | None = None, same_slot=(), extra: dict | None = None) -> PlacementData:
+def placement_data(graph: DataflowGraph, platform: Platform, max_utilization: float = 0.8,
+                   balance_weight: float = 0.0, pins: Mapping[str, str | Sequence[str]] | None = None,
+                   same_slot: Iterable[Iterable[str]] = (), extra: Mapping[str, Mapping[str, float]] | None = None,
+                   ) -> PlacementData:
     """The arrays of one placement instance. ``pins`` maps a kernel to a slot name or a list of
     slot names; ``extra`` adds resources per kernel (memory blocks bound elsewhere)."""
     names = list(graph.kernels)
@@ -175,7 +183,8 @@ def placement_data(graph, platform, max_utilization: float = 0.8, balance_weight
     kinds = [r for r in PLACEMENT_KINDS if any(r in s.resources for s in platform.slots)]
     demand = np.array([[float(graph.kernels[k].resources.get(r, 0)) + float((extra or {}).get(k, {}).get(r, 0))
                         for r in kinds] for k in names]).reshape(len(names), len(kinds))
-    capacity = np.array([[float(s.resources.get(r, 0)) for r in kinds] for s in platform.slots]).reshape(len(slots), len(kinds))
+    capacity = np.array([[float(s.resources.get(r, 0)) for r in kinds]
+                         for s in platform.slots]).reshape(len(slots), len(kinds))
     sx = np.array([float(s.x) for s in platform.slots])
     sy = np.array([float(s.y) for s in platform.slots])
     streams = [s for s in graph.streams.values() if s.src != s.dst]

@@ -50,7 +50,7 @@ class Units:
         self.members = [np.array(c, dtype=np.int64) for c in comps]
         self.demand = np.array([d.demand[m].sum(axis=0) for m in self.members]).reshape(len(comps), len(d.kinds))
         self.allowed = np.array([d.allowed[m].all(axis=0) for m in self.members]).reshape(len(comps), d.num_slots)
-        adj = [{} for _ in comps]
+        adj: list[dict[int, float]] = [{} for _ in comps]
         for a, b, w in zip(unit_of[d.src].tolist(), unit_of[d.dst].tolist(), d.width.tolist()):
             if a != b:
                 adj[a][b] = adj[a].get(b, 0.0) + w
@@ -81,7 +81,7 @@ def topological_fill(d: PlacementData, units: Units, scale: float = 1.0) -> np.n
     safe_limit = np.where(d.limit > 0, d.limit, 1)
     share = (d.limit / safe_limit.sum(axis=0)).mean(axis=1)         # each slot's share of the device
     load = (units.demand / safe_limit.sum(axis=0)).max(axis=1)      # each unit's share of the device
-    first = {}
+    first: dict[int, int] = {}
     for pos, k in enumerate(d.order()):
         first.setdefault(int(units.unit_of[k]), pos)
     slot = np.full(len(units), -1, dtype=np.int64)
@@ -112,24 +112,29 @@ def topological_fill(d: PlacementData, units: Units, scale: float = 1.0) -> np.n
 class _Refiner:
     """Cost bookkeeping for moving units between slots."""
 
-    def __init__(self, d: PlacementData, units: Units, slot: np.ndarray):
-        self.d, self.units, self.slot = d, units, slot.copy()
+    def __init__(self, d: PlacementData, units: Units, slot: np.ndarray) -> None:
+        self.d, self.units = d, units
         self.dist = d.distance_matrix()
         self.low = np.array([c.low_side for c in d.cuts], dtype=bool).reshape(len(d.cuts), d.num_slots)
         self.wires = np.array([c.wires if c.wires is not None else np.inf for c in d.cuts])
-        self.usage = np.zeros_like(d.limit)
-        np.add.at(self.usage, slot, units.demand)
-        ev = d.evaluate(units.expand(slot))
+        self._start(slot)
+
+    def _start(self, slot: np.ndarray) -> None:
+        """Take ``slot`` as the current placement, with its usage and cut wires counted afresh."""
+        self.slot = slot.copy()
+        self.usage = np.zeros_like(self.d.limit)
+        np.add.at(self.usage, slot, self.units.demand)
+        ev = self.d.evaluate(self.units.expand(slot))
         self.cut_wires = ev.cut_wires.copy()
 
-    def cost(self, usage=None, cut_wires=None) -> float:
+    def cost(self, usage: np.ndarray | None = None, cut_wires: np.ndarray | None = None) -> float:
         usage = self.usage if usage is None else usage
         cut_wires = self.cut_wires if cut_wires is None else cut_wires
         over = np.maximum(cut_wires - self.wires, 0).sum() if len(cut_wires) else 0.0
         return self.d.balance_weight * float(self.d.imbalance(usage).sum()) + WIRE_PENALTY * float(over)
 
-    def try_move(self, u: int, t: int) -> float | None:
-        """Cost change of moving unit u to slot t (None when capacity forbids it)."""
+    def try_move(self, u: int, t: int) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """(Cost change, usage, cut wires) of moving unit u to slot t (None when capacity forbids it)."""
         s = self.slot[u]
         dem = self.units.demand[u]
         if t == s or not self.units.allowed[u, t]:
@@ -248,17 +253,19 @@ class _Refiner:
             inside = set(movable)
             for u in movable:
                 others, ws = self.units.adj[u]
-                g.add_weighted_edges_from((u, int(v), float(w)) for v, w in zip(others, ws) if int(v) in inside and u < v)
+                g.add_weighted_edges_from((u, int(v), float(w)) for v, w in zip(others, ws)
+                                          if int(v) in inside and u < v)
             part = ({u for u in movable if self.slot[u] == a}, {u for u in movable if self.slot[u] == b})
             if not part[0] or not part[1]:
                 continue
-            new_a, _ = nx.algorithms.community.kernighan_lin_bisection(g, partition=part, max_iter=10, weight="weight", seed=seed)
+            new_a, _ = nx.algorithms.community.kernighan_lin_bisection(g, partition=part, max_iter=10,
+                                                                       weight="weight", seed=seed)
             trial = self.slot.copy()
             for u in movable:
                 trial[u] = a if u in new_a else b
             new_cost, ok = self.total(trial)
             if ok and new_cost < self.total(self.slot)[0] - 1e-9:
-                self.__init__(self.d, self.units, trial)
+                self._start(trial)
 
 
 def refine(d: PlacementData, units: Units, slot: np.ndarray, seed: int = 0, kl: bool = True) -> np.ndarray:

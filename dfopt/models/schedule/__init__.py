@@ -1,25 +1,21 @@
-"""Polyhedral scheduling (``problem: schedule``; PolyTOPS, DESIGN 5.4).
+"""Polyhedral scheduling (``problem: schedule``; PolyTOPS; docs/schedule.md).
 
 Given a program (statements with isl domains, accesses, C bodies and the original order), find
 a new execution order: one affine row per dimension and statement, legal for every memory-based
 dependence, built outermost first by one integer program per row (:mod:`.scheduler`), configured
-by a preset and overrides (:mod:`.config`). Formulations:
+by a preset and overrides (:mod:`.config`). The formulations (``polytops``, ``isl``) are in
+:mod:`.formulations`.
 
-* ``polytops`` (default) — the iterative ILP scheduler; ``solver`` ``cpsat`` (default) or a MIP
-  backend (``highs``, ``scip``, ``cbc``);
-* ``isl`` — isl's own scheduler through islpy (:mod:`.baseline`), same dependences.
+The decision is the schedule ``map`` (isl union map, one time length for all statements) and,
+with ``tiling``, the ``tiled_map``. The section also has ``parallel`` (per dimension, no
+dependence carried), ``scalar``, ``bands`` (permutable runs of loop dimensions),
+``tiled_parallel``, ``vector`` and ``sequential`` dimensions from directives, ``code`` (C through
+isl's AST builder with OpenMP pragmas), the directives dropped with warnings, and the
+configuration used. The checker (:mod:`.checks`) re-derives legality, every flag and the code.
 
-The solution's ``schedule`` section: ``map`` (isl union map, one time length for all
-statements), ``parallel`` (per dimension, no dependence carried), ``scalar``, ``bands``
-(permutable runs of loop dimensions), ``tiled_map`` / ``tiled_parallel`` with ``tiling``,
-``vector`` and ``sequential`` dimensions from directives, ``code`` (C through isl's AST builder
-with OpenMP pragmas), the directives dropped with warnings, and the configuration used. The
-checker (:mod:`.checks`) re-derives legality and every flag with isl.
-
->>> from dfopt.instance import load
->>> from dfopt.api import solve_instance
->>> sol = solve_instance(load("instances/schedule/jacobi-1d.json"))
->>> sol.sections["schedule"]["map"]
+>>> import dfopt
+>>> sol = dfopt.solve("instances/schedule/jacobi-1d.json")
+>>> sol.decision.map
 '[TSTEPS, N] -> { S0[t, i] -> [t, 2t + i, 0]; S1[t, i] -> [t, 1 + 2t + i, 1] }'
 >>> sol.sections["schedule"]["parallel"], [b["dims"] for b in sol.sections["schedule"]["bands"]]
 ([False, False, False], [[0, 1]])
@@ -30,46 +26,85 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import islpy as isl
 
 from dfopt.errors import InstanceError
-from dfopt.models.options import CommonOptions, check_formulation
-from dfopt.models.schedule.baseline import isl_schedule
-from dfopt.models.schedule.checks import check, checks
-from dfopt.models.schedule.config import FIELDS, Config, parse_config
-from dfopt.models.schedule.problem import SchedulingProblem, build_problem
-from dfopt.models.schedule.scheduler import Outcome, rows_to_map, schedule
-from dfopt.polyhedral.analysis import bands, dimension_coefficients, parallel_flags, permute, scalar_dims, tile
-from dfopt.solution import Solution
+from dfopt.errors import Problem as Fault
+from dfopt.models import registry
+from dfopt.models.base import Outcome, Problem
+from dfopt.models.options import CommonOptions, option, where
+from dfopt.models.schedule.checks import _configuration, check, checks
+from dfopt.models.schedule.config import BASE, COSTS, FIELDS, PRESETS, parse_config
+from dfopt.models.schedule.decision import Schedule
+from dfopt.models.schedule.formulations import ScheduleData, formulations, intra_band_order
+from dfopt.models.schedule.problem import build_problem
+from dfopt.models.schedule.summary import summary
 
-__all__ = ["DEFAULT_FORMULATION", "FORMULATIONS", "Options", "check", "checks", "solve", "schedule_program"]
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.ir.program import Program
+    from dfopt.solution import Solution
 
-DEFAULT_FORMULATION = "polytops"
-MIP_SOLVERS = ("highs", "scip", "cbc")
+__all__ = ["PROBLEM", "Options", "Schedule", "schedule", "intra_band_order", "check", "checks"]
+
+_JSON = "JSON"
+_INT = {"type": "integer", "minimum": 0, "maximum": 1 << 20}
+_DIMENSION = {"type": "object", "additionalProperties": False,
+              "properties": {"costs": {"type": "array", "items": {"type": "string", "enum": list(COSTS)}},
+                             "constraints": {"type": "array", "items": {"type": "string"}},
+                             "fusion": {"oneOf": [{"type": "string", "enum": ["min", "max"]},
+                                                  {"type": "array", "items": {"type": "array",
+                                                                              "items": {"type": "string"}}}]},
+                             "coincidence": {"type": "boolean"}}}
+_DIRECTIVE = {"type": "object", "additionalProperties": False, "required": ["statement", "loop", "kind"],
+              "properties": {"statement": {"type": "string", "minLength": 1},
+                             "loop": {"oneOf": [_INT, {"type": "string", "minLength": 1}]},
+                             "kind": {"type": "string", "enum": ["vectorize", "parallel", "sequential"]}}}
+_BOUNDS = {"type": "object", "additionalProperties": False,
+           "properties": {"iterators": _INT, "parameters": _INT, "constants": _INT,
+                          "negative": {"oneOf": [{"type": "boolean"}, {"const": "auto"}]}}}
 
 
 @dataclass(frozen=True)
 class Options(CommonOptions):
-    """Scheduler options: the configuration fields of :mod:`.config` (also CLI flags; lists and
-    objects as JSON) and ``config``, a JSON file with more of them (these options win)."""
+    """Scheduler options: the configuration fields of :mod:`.config` (``options.schedule``, flags
+    with lists and objects as JSON, keywords) and ``config``, a JSON file with more of them (these
+    options win). None means the preset's value."""
 
-    config: str | None = None
-    strategy: str | None = None
-    costs: tuple | None = None
-    dimensions: tuple | None = None
-    constraints: tuple | None = None
-    directives: tuple | None = None
-    auto_vectorize: bool | None = None
-    bounds: dict | None = None
-    fusion: str | None = None
-    band: str | None = None
-    coincidence: str | None = None
-    progression: str | None = None
-    rar: bool | None = None
-    reorder: str | None = None
-    tiling: tuple | None = None
-    wavefront: bool | None = None
+    config: str | None = option(None, "a JSON file with configuration fields", metavar="FILE")
+    strategy: str | None = option(None, "preset: pluto, isl, feautrier or tensor (default pluto)",
+                                  choices=tuple(PRESETS))
+    costs: tuple | None = option(None, f"cost functions in lexicographic order ({', '.join(COSTS)})",
+                                 schema={"type": "array", "items": {"type": "string", "enum": list(COSTS)}},
+                                 metavar=_JSON)
+    dimensions: tuple | None = option(None, "per loop dimension: costs, constraints, fusion, coincidence",
+                                      schema={"type": "array", "items": _DIMENSION}, metavar=_JSON)
+    constraints: tuple | None = option(None, "linear constraints on the coefficients, in PolyTOPS syntax "
+                                             "(\"S0_it_0 = 0\")",
+                                       schema={"type": "array", "items": {"type": "string"}}, metavar=_JSON)
+    directives: tuple | None = option(None, "[{statement, loop, kind: vectorize|parallel|sequential}]",
+                                      schema={"type": "array", "items": _DIRECTIVE}, metavar=_JSON)
+    auto_vectorize: bool | None = option(None, "vectorise each statement's most stride-1 loop")
+    bounds: dict | None = option(None, "coefficient bounds: iterators, parameters, constants, negative",
+                                 schema=_BOUNDS, metavar=_JSON)
+    fusion: str | None = option(None, "max: fuse, distribute only when no row exists; min: distribute every SCC",
+                                choices=("max", "min"))
+    band: str | None = option(None, "permutable (tilable bands, Pluto) or dimension",
+                              choices=("permutable", "dimension"))
+    coincidence: str | None = option(None, "outer: first try a row that carries no dependence",
+                                     choices=("outer", "none"))
+    progression: str | None = option(None, "all: every statement gets an independent row per loop dimension; any",
+                                     choices=("all", "any"))
+    rar: bool | None = option(None, "bound read-after-read distances in the proximity cost")
+    reorder: str | None = option(None, "contiguity: move the most stride-1 band member innermost; none",
+                                 choices=("contiguity", "none"))
+    tiling: object = option(None, "a tile size for every band member, or a list of sizes",
+                            schema={"type": ["integer", "array"], "minimum": 1, "maximum": 1 << 20, "minItems": 1,
+                                    "items": {"type": "integer", "minimum": 1, "maximum": 1 << 20}},
+                            metavar=_JSON)
+    wavefront: bool | None = option(None, "skew the outermost tile loop of each tiled band by the next one")
 
 
 def _raw_config(options: Options) -> dict:
@@ -80,175 +115,74 @@ def _raw_config(options: Options) -> dict:
                 raw = json.load(f)
         except OSError as exc:
             raise InstanceError(f"cannot read the schedule configuration {options.config}: {exc.strerror}",
-                                pointer="/options/schedule/config") from None
+                                pointer=where(options, "config")) from None
         except json.JSONDecodeError as exc:
             raise InstanceError(f"schedule configuration {options.config}: not JSON ({exc.msg} at line "
-                                f"{exc.lineno})", pointer="/options/schedule/config") from None
+                                f"{exc.lineno})", pointer=where(options, "config")) from None
         if not isinstance(raw, dict):
             raise InstanceError(f"schedule configuration {options.config}: expected a JSON object",
-                                pointer="/options/schedule/config")
+                                pointer=where(options, "config"))
     for name in FIELDS:
         value = getattr(options, name)
         if value is not None:
-            raw[name] = value
+            raw[name] = _thawed(value)
     return raw
 
 
-def _program(instance):
-    if instance.program is None or not instance.program.statements:
-        raise InstanceError("problem schedule needs a program with statements", pointer="/program")
-    return instance.program
+def _thawed(value):
+    return [_thawed(v) for v in value] if isinstance(value, tuple) else value
 
 
-def _polytops(problem: SchedulingProblem, config: Config, options: Options) -> tuple[Outcome, str, float]:
-    solver = options.solver or "cpsat"
-    t = time.perf_counter()
-    out = schedule(problem, config, solver, options.time_limit, options.seed)
-    return out, rows_to_map(problem, out.rows), time.perf_counter() - t
+def _repointed(err: InstanceError, options: Options) -> InstanceError:
+    """The configuration's errors, pointing at the flag or argument each field came from."""
+    out = []
+    for p in err.problems:
+        if p.pointer.startswith(BASE + "/"):
+            name, *parts = p.pointer[len(BASE) + 1:].split("/")
+            p = Fault(where(options, name, *parts), p.message)
+        out.append(p)
+    return InstanceError(problems=out)
 
 
-def _isl(problem: SchedulingProblem, config: Config, options: Options) -> tuple[Outcome, str, float]:
-    text, seconds = isl_schedule(problem, config)
-    return Outcome(rows=[], solver="isl"), text, seconds
-
-
-FORMULATIONS = {"polytops": _polytops, "isl": _isl}
-
-
-def _loop_dim(rows, stmt: str, iterator: int, last: bool) -> int | None:
-    """The schedule dimension of a statement's loop over ``iterator`` (its first row using the
-    iterator; with ``last`` its innermost loop row)."""
-    dims = [d for d, r in enumerate(rows) if r.kind == "loop" and any(r.c[stmt])]
-    if last:
-        return dims[-1] if dims else None
-    return next((d for d in dims if rows[d].c[stmt][iterator]), None)
-
-
-def _positions(n: int, band_list, tiled: bool) -> list:
-    """Where each untiled dimension lands in the tiled schedule (its point loop)."""
-    if not tiled:
-        return list(range(n))
-    starts = {b.dims[0]: len(b.dims) for b in band_list if b.permutable and len(b.dims) >= 2}
-    pos, shift = [], 0
-    for d in range(n):
-        shift += starts.get(d, 0)
-        pos.append(d + shift)
-    return pos
-
-
-def intra_band_order(problem: SchedulingProblem, sched, band_list) -> list:
-    """A legal permutation of the dimensions that moves, in each permutable band, the member
-    with the most stride-1 accesses innermost (Pluto's intra-tile reordering), keeping the band's
-    outermost parallel member where it is."""
-    coeffs = dimension_coefficients(sched)
-    n = len(next(iter(coeffs.values())))
-    order = list(range(n))
-
-    def score(d):
-        total = 0
-        for s in problem.stmts:
-            row = coeffs.get(s.name, [None] * n)[d]
-            if row is None:
-                return None
-            total += sum(abs(c) * w for c, w in zip(row, s.contiguity))
-        return total
-    for b in band_list:
-        if not b.permutable or len(b.dims) < 2:
-            continue
-        keep = next((d for d, p in zip(b.dims, b.parallel) if p), None)
-        scores = {d: score(d) for d in b.dims}
-        if any(v is None for v in scores.values()):
-            continue
-        movable = [d for d in b.dims if d != keep]
-        best = max(movable, key=lambda d: (scores[d], d))
-        last = b.dims[-1]
-        if best == last or scores[best] <= scores[last]:
-            continue
-        members = [d for d in b.dims if d != best] + [best]
-        for pos, d in zip(b.dims, members):
-            order[pos] = d
-    return order
-
-
-def schedule_program(instance, options: Options) -> dict:
-    """Solve and build the ``schedule`` section (without the checks)."""
-    program = _program(instance)
-    raw = _raw_config(options)
+def prepare(instance: Instance, options: Options) -> ScheduleData:
+    program = instance.program
+    assert program is not None  # the driver checks the parts a problem needs
+    if not program.statements:
+        raise InstanceError("problem schedule needs a program with statements", pointer="/program/statements")
     iters = {}
     for s in program.statements:
         dom = isl.Set(s.domain)
         iters[s.name] = [dom.get_dim_name(isl.dim_type.set, j) for j in range(dom.dim(isl.dim_type.set))]
-    config = parse_config(raw, [s.name for s in program.statements], iters, len(program.params))
-    formulation = check_formulation("schedule", instance, options, FORMULATIONS, DEFAULT_FORMULATION,
-                                    {"polytops": ("cpsat",) + MIP_SOLVERS, "isl": ("isl",)},
-                                    needs_graph=False)
+    try:
+        config = parse_config(_raw_config(options), [s.name for s in program.statements], iters, len(program.params))
+    except InstanceError as err:
+        raise _repointed(err, options) from None
     t0 = time.perf_counter()
     problem = build_problem(program, rar=config.rar)
-    t_deps = time.perf_counter() - t0
-    out, text, t_sched = FORMULATIONS[formulation](problem, config, options)
-    sched = isl.UnionMap(text).intersect_domain(problem.domains)
-    par = parallel_flags(problem.deps, sched)
-    n = len(par)
-    band_list = bands(problem.deps, sched, par)
-    new_pos = list(range(n))
-    if formulation == "polytops" and config.reorder == "contiguity" and \
-            not any(d.kind == "vectorize" for d in out.directives):
-        order = intra_band_order(problem, sched, band_list)
-        if order != list(range(n)):
-            text = str(permute(isl.UnionMap(text), order))
-            sched = isl.UnionMap(text).intersect_domain(problem.domains)
-            par = parallel_flags(problem.deps, sched)
-            band_list = bands(problem.deps, sched, par)
-            new_pos = [order.index(d) for d in range(n)]
-    sec = {"map": text, "dims": n, "parallel": par, "scalar": scalar_dims(sched),
-           "bands": [b.to_dict() for b in band_list]}
-    tiled = config.tiling is not None and any(b.permutable and len(b.dims) >= 2 for b in band_list)
-    code_map, code_par = sched, par
-    if tiled:
-        tmap = tile(sched, band_list, config.tiling, wavefront=config.wavefront)
-        code_map, code_par = tmap, parallel_flags(problem.deps, tmap)
-        sec["tiled_map"] = str(tmap)
-        sec["tiled_parallel"] = code_par
-    pos = _positions(n, band_list, tiled)
-    vector, sequential = [], []
-    for d in out.directives:
-        if formulation != "polytops":
-            break
-        dim = _loop_dim(out.rows, d.statement, d.loop, last=d.kind == "vectorize")
-        if dim is None:
-            continue
-        dim = new_pos[dim]
-        if d.kind == "vectorize":
-            vector.append(pos[dim])
-        elif d.kind == "sequential":
-            sequential.append(pos[dim])
-    code_flags = [p and k not in sequential for k, p in enumerate(code_par)]
-    sec["vector"] = sorted(set(vector))
-    sec["sequential"] = sorted(set(sequential))
-    sec["code"] = _code(program, str(code_map), code_flags, sec["vector"])
-    sec["config"] = config.to_dict()
-    if out.warnings:
-        sec["warnings"] = list(out.warnings)
-    if out.dropped:
-        sec["dropped_directives"] = [{"statement": d.statement, "loop": d.loop, "kind": d.kind} for d in out.dropped]
-    stats = {"time_dependences_s": t_deps, "time_schedule_s": t_sched, "edges": len(problem.edges),
-             "ilp_solves": out.solves, "ilp_build_s": out.build_time, "ilp_solve_s": out.solve_time,
-             "cuts": out.cuts, "refinements": out.refinements}
-    return {"section": sec, "formulation": formulation, "solver": out.solver, "stats": stats}
+    return ScheduleData(program, config, problem, time.perf_counter() - t0)
 
 
-def _code(program, schedule_text: str, parallel: list, vector: list) -> str:
-    from dfopt.codegen.poly import kernel_c
-    return kernel_c(program, schedule_text, parallel=parallel, vector=tuple(vector))
+def report(data: ScheduleData, outcome: Outcome, options: Options) -> dict:
+    return outcome.report
 
 
-def solve(instance, options: Options) -> Solution:
-    """Schedule the instance's program; the schedule is checked before it is returned."""
-    got = schedule_program(instance, options)
-    solution = Solution(instance=instance.name, problem="schedule", status="feasible", objective=None,
-                        bound=None, formulation=got["formulation"], solver=got["solver"], seed=options.seed,
-                        sections={"schedule": got["section"]}, stats=got["stats"])
-    t = time.perf_counter()
-    solution.checks = checks(instance, solution)
-    solution.stats["time_check_s"] = time.perf_counter() - t
-    return solution
+PROBLEM = Problem(
+    info=registry.info("schedule"), options=Options, decision=Schedule, prepare=prepare,
+    formulations=formulations(), default="polytops", objective=lambda data, decision: None, report=report,
+    checks=checks, summary=summary, recorded={"config": lambda inst, o: _configuration(inst, o).to_dict()})
+
+
+def schedule(program: Program, **options: Any) -> Solution:
+    """Schedule a polyhedral ``program`` (:class:`~dfopt.ir.program.Program`); returns the checked
+    :class:`~dfopt.solution.Solution` (``.decision.map``, the section's ``code``).
+
+    Examples
+    --------
+    >>> import dfopt
+    >>> program = dfopt.load("instances/schedule/jacobi-1d.json").program
+    >>> schedule(program, strategy="feautrier").decision.map
+    '[TSTEPS, N] -> { S0[t, i] -> [2t, i]; S1[t, i] -> [1 + 2t, i] }'
+    """
+    from dfopt.api import solve_graph
+
+    return solve_graph("schedule", program=program, **options)

@@ -6,30 +6,40 @@
 * ``schedule-injective`` — no two instances of a statement share a time vector (the order is
   total);
 * ``schedule-parallel`` — each reported parallel flag is true exactly when no dependence is
-  carried at that dimension;
+  carried at that dimension (and the reported ``dims`` and ``scalar`` flags are the map's);
 * ``schedule-bands`` — every reported band is a run of loop dimensions whose members weakly
   satisfy the dependences live at its start (permutable);
 * ``schedule-tiled`` — when a tiled map is reported, the same legality, injectivity and parallel
-  flags for it.
+  flags for it; when the configuration of the instance and the options asks for tiling, the
+  tiled map is there and is the map with its permutable bands tiled by those sizes;
+* ``schedule-code`` — the reported C is what isl's AST builder writes for the map and the
+  verified flags;
+* ``schedule-objective`` — a schedule has no objective: the solution's objective and bound are null.
 
->>> from dfopt.instance import load
->>> from dfopt.api import solve_instance
->>> inst = load("instances/schedule/jacobi-1d.json")
->>> sol = solve_instance(inst)
+>>> import dataclasses, dfopt
+>>> inst = dfopt.load("instances/schedule/jacobi-1d.json")
+>>> sol = dfopt.solve(inst)
 >>> check(inst, sol)
 []
->>> sol.sections["schedule"]["map"] = "[TSTEPS, N] -> { S0[t, i] -> [-t, i, 0]; S1[t, i] -> [-t, i, 1] }"
+>>> bad = "[TSTEPS, N] -> { S0[t, i] -> [-t, i, 0]; S1[t, i] -> [-t, i, 1] }"
+>>> sol.decision = dataclasses.replace(sol.decision, map=bad)
 >>> check(inst, sol)[0][:45]
 'map: violates 6 of 6 dependence relation(s), '
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import islpy as isl
 
-from dfopt.polyhedral.analysis import as_union_map, bands, maps, parallel_flags
+from dfopt.polyhedral.analysis import as_union_map, bands, maps, out_dims, parallel_flags, scalar_dims, tile
 from dfopt.polyhedral.dependences import dependences, domains, violated
-from dfopt.solution import Check
+from dfopt.solution import Check, Solution
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.models.schedule import Options
 
 
 def _parse(text, what: str, bad: list):
@@ -83,6 +93,52 @@ def _parallel(deps, sched, reported, what: str) -> list:
     return []
 
 
+def _shape(sched, sec) -> list:
+    """The reported number of time dimensions and scalar flags against the map's."""
+    bad = []
+    if "dims" in sec and sec["dims"] != out_dims(sched):
+        bad.append(f"dims: reported {sec['dims']}, the map has {out_dims(sched)} time dimensions")
+    if sec.get("scalar") is not None and list(sec["scalar"]) != scalar_dims(sched):
+        bad.append(f"scalar: reported {sec['scalar']}, the map's scalar dimensions are {scalar_dims(sched)}")
+    return bad
+
+
+def _configuration(instance, options):
+    """The scheduler configuration the instance and the options give (never the solution's)."""
+    from dfopt.errors import InstanceError
+    from dfopt.models.schedule import _raw_config, _repointed
+    from dfopt.models.schedule.config import parse_config
+
+    if options is None:
+        from dfopt.models.driver import make_options
+
+        options = make_options(instance, problem="schedule")
+    program = instance.program
+    iters = {}
+    for s in program.statements:
+        dom = isl.Set(s.domain)
+        iters[s.name] = [dom.get_dim_name(isl.dim_type.set, j) for j in range(dom.dim(isl.dim_type.set))]
+    try:
+        return parse_config(_raw_config(options), [s.name for s in program.statements], iters, len(program.params))
+    except InstanceError as err:
+        raise _repointed(err, options) from None
+
+
+def _asked_tiling(config, deps, sched, tiled, what: str) -> list:
+    """A configuration with tile sizes and a permutable band of two or more loops asks for the map
+    tiled by them; the reported tiled map (None: absent) must be that one."""
+    band_list = bands(deps, sched)
+    if config.tiling is None or not any(b.permutable and len(b.dims) >= 2 for b in band_list):
+        return []
+    if tiled is None:
+        return [f"{what}: the configuration tiles by {config.tiling}, but the solution has no tiled map"]
+    want = tile(sched, band_list, config.tiling, wavefront=config.wavefront).intersect_domain(sched.domain())
+    if not want.is_equal(tiled):
+        return [f"{what}: not the map with its permutable bands tiled by {config.tiling}"
+                + (" (wavefront)" if config.wavefront else "")]
+    return []
+
+
 def _bands(deps, sched, reported, what: str) -> list:
     if not reported:
         return []
@@ -95,13 +151,15 @@ def _bands(deps, sched, reported, what: str) -> list:
     return bad
 
 
-def checks(instance, solution) -> list[Check]:
+def checks(instance: Instance, options: Options | None, solution: Solution) -> list[Check]:
     sec = solution.sections.get("schedule") or {}
+    decision = solution.decision
     program = instance.program
+    assert program is not None  # the driver checks the parts a problem needs
     deps = dependences(program)
     out = []
     bad: list = []
-    sched = _parse(sec.get("map", ""), "map", bad) if sec.get("map") else None
+    sched = _parse(decision.map, "map", bad) if decision.map else None
     if sched is None and not bad:
         bad.append("the solution has no schedule map")
     if sched is not None:
@@ -112,26 +170,51 @@ def checks(instance, solution) -> list[Check]:
     sched = sched.intersect_domain(domains(program))
     inj = _injective(program, sched, "map")
     out.append(Check("schedule-injective", not inj, inj))
-    par = _parallel(deps, sched, sec.get("parallel"), "parallel")
+    par = _parallel(deps, sched, sec.get("parallel"), "parallel") + _shape(sched, sec)
     out.append(Check("schedule-parallel", not par, par))
     bnd = _bands(deps, sched, sec.get("bands"), "bands")
     out.append(Check("schedule-bands", not bnd, bnd))
-    if sec.get("tiled_map"):
-        tb: list = []
-        tiled = _parse(sec["tiled_map"], "tiled_map", tb)
+    tb: list = []
+    code_flags = sec.get("parallel")
+    tiled = None
+    if decision.tiled_map:
+        tiled = _parse(decision.tiled_map, "tiled_map", tb)
         if tiled is not None:
             tb += _legal(program, deps, tiled, "tiled_map")
             if not tb:
                 tiled = tiled.intersect_domain(domains(program))
                 tb += _injective(program, tiled, "tiled_map")
                 tb += _parallel(deps, tiled, sec.get("tiled_parallel"), "tiled_parallel")
+        code_flags = sec.get("tiled_parallel")
+    if not tb:
+        tb += _asked_tiling(_configuration(instance, options), deps, sched, tiled, "tiled_map")
+    if decision.tiled_map or tb:
         out.append(Check("schedule-tiled", not tb, tb))
+    if "code" in sec and not tb and not par:
+        out.append(Check("schedule-code", *_code_faults(program, decision.code_map, code_flags, sec)))
+    record = [f"{name} {value!r}: a schedule has no objective (null)"
+              for name, value in (("objective", solution.objective), ("bound", solution.bound)) if value is not None]
+    out.append(Check("schedule-objective", not record, record))
     return out
 
 
-def check(instance, solution) -> list[str]:
+def _code_faults(program, code_map: str, flags, sec) -> tuple[bool, list]:
+    from dfopt.models.schedule.formulations import code_of
+
+    sequential, vector = sec.get("sequential", []), sec.get("vector", [])
+    ok_lists = all(isinstance(v, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in v)
+                   for v in (sequential, vector))
+    if not ok_lists or not isinstance(flags, list):
+        return False, ["the vector and sequential dimensions must be lists of integers, parallel a list of flags"]
+    expected = code_of(program, code_map, flags, sequential, vector)
+    if sec["code"] != expected:
+        return False, ["the reported code is not what isl's AST builder writes for the map and its flags"]
+    return True, []
+
+
+def check(instance: Instance, solution: Solution, options: Options | None = None) -> list[str]:
     """Every violation found, as text (empty when the schedule passes)."""
-    return [d for c in checks(instance, solution) for d in c.details]
+    return [d for c in checks(instance, options, solution) for d in c.details]
 
 
 __all__ = ["check", "checks", "as_union_map"]

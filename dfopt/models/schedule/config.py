@@ -1,5 +1,5 @@
 """The scheduler's configuration: presets, cost functions, constraints in PolyTOPS syntax,
-per-dimension overrides, directives, bounds and tiling (DESIGN 5.4).
+per-dimension overrides, directives, bounds and tiling (docs/schedule.md, configuration).
 
 A configuration is a JSON object (``options.schedule`` of an instance, a file named by the
 ``config`` option, or keyword arguments); :func:`parse_config` validates it and every error
@@ -61,7 +61,9 @@ Fields:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, NoReturn
 
 from dfopt.errors import InstanceError
 
@@ -69,7 +71,7 @@ COSTS = ("proximity", "feautrier", "contiguity", "bigLoopsFirst")
 KINDS = ("vectorize", "parallel", "sequential")
 BASE = "/options/schedule"
 
-PRESETS = {
+PRESETS: dict[str, dict[str, Any]] = {
     "pluto": {"costs": ("proximity", "contiguity"), "band": "permutable", "coincidence": "none"},
     "isl": {"costs": ("proximity", "contiguity"), "band": "permutable", "coincidence": "outer"},
     "feautrier": {"costs": ("feautrier", "proximity"), "band": "dimension", "coincidence": "none",
@@ -107,7 +109,7 @@ class Directive:
 class Dimension:
     costs: tuple | None = None
     constraints: tuple = ()
-    fusion: object = None           # None | "min" | "max" | tuple of tuples of statement names
+    fusion: str | tuple[tuple[str, ...], ...] | None = None   # "min" | "max" | groups of statement names
     coincidence: bool | None = None
 
 
@@ -116,7 +118,7 @@ class Bounds:
     iterators: int = 4
     parameters: int = 0
     constants: int = 8
-    negative: object = "auto"     # False | True | "auto"
+    negative: bool | str = "auto"     # False | True | "auto"
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class Config:
     progression: str = "all"
     rar: bool = False
     reorder: str = "contiguity"
-    tiling: object = None           # None | int | tuple of ints
+    tiling: int | tuple[int, ...] | None = None
     wavefront: bool = False
 
     def dimension(self, k: int) -> Dimension:
@@ -166,7 +168,7 @@ def _dimension_dict(d: Dimension) -> dict:
     return out
 
 
-def _fail(pointer: str, message: str):
+def _fail(pointer: str, message: str) -> NoReturn:
     raise InstanceError(message, pointer=pointer)
 
 
@@ -250,7 +252,7 @@ def _parse_name(name: str, statements, pointer: str, full: str) -> tuple:
     _fail(pointer, f"constraint {full!r}: {name!r} names no statement (statements: {', '.join(statements)})")
 
 
-def parse_constraint(text, statements, pointer: str) -> Constraint:
+def parse_constraint(text: object, statements: Sequence[str], pointer: str) -> Constraint:
     """One PolyTOPS constraint ``lhs OP rhs`` with OP among = == <= >= < >."""
     if not isinstance(text, str):
         _fail(pointer, f"expected a constraint string such as 'S0_it_0 = 0', got {text!r}")
@@ -367,7 +369,8 @@ def _tiling(value, pointer: str):
     _fail(pointer, f"expected a tile size (integer >= 1) or a list of sizes, got {value!r}")
 
 
-def parse_config(raw: dict | None, statements, iterators: dict, n_params: int, base: str = BASE) -> Config:
+def parse_config(raw: dict | None, statements: Iterable[str], iterators: dict, n_params: int,
+                 base: str = BASE) -> Config:
     """Validate a configuration object against the program's statements (names, iterators)."""
     raw = dict(raw or {})
     unknown = sorted(set(raw) - set(FIELDS))

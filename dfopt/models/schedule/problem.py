@@ -168,13 +168,13 @@ def build_problem(program: Program, rar: bool = False, deps: dict | None = None,
     union = None
     for d in deps.values():
         union = d if union is None else union.union(d)
-    kinds_of = {}
+    kinds_of: dict[tuple, list[str]] = {}
     for kind, d in deps.items():
         for m in maps(d):
             key = (m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out))
             kinds_of.setdefault(key, []).append(kind)
-    edges = []
-    for bm in _basic_maps(union):
+    edges: list[Edge] = []
+    for bm in (_basic_maps(union) if union is not None else []):
         if bm.is_empty():
             continue
         key = (bm.get_tuple_name(isl.dim_type.in_), bm.get_tuple_name(isl.dim_type.out))
@@ -186,8 +186,9 @@ def build_problem(program: Program, rar: bool = False, deps: dict | None = None,
                 key = (bm.get_tuple_name(isl.dim_type.in_), bm.get_tuple_name(isl.dim_type.out))
                 edges.append(Edge(len(edges), key[0], key[1], bm, ("rar",), cone(bm) if cones else None,
                                   proximity_only=True))
-    domains = None
-    for st in stmts:
-        u = isl.UnionSet.from_set(st.domain)
-        domains = u if domains is None else domains.union(u)
+    if not stmts:
+        raise ValueError("a program to schedule needs statements")
+    domains = isl.UnionSet.from_set(stmts[0].domain)
+    for st in stmts[1:]:
+        domains = domains.union(isl.UnionSet.from_set(st.domain))
     return SchedulingProblem(program, list(program.params), stmts, edges, deps, domains, values)

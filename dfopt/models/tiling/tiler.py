@@ -27,10 +27,14 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dfopt.ir.graph import DataflowGraph, Kernel, Loop, Stream
 from dfopt.ir.itensor import ITensorType, loop_nest_type
 from dfopt.models.tiling import costs
+
+if TYPE_CHECKING:
+    from dfopt.ir.opgraph import OpGraph
 
 ELEMENTWISE = ("add", "mul", "gelu", "silu", "relu")
 ROW_OPS = ("softmax", "layernorm", "rmsnorm")
@@ -88,13 +92,15 @@ def _matmul_plan(op, graph, tile: int) -> Plan:
     a_idx = bnames + (["k", "m"] if ta else ["m", "k"])
     b_idx = (bnames if len(b.shape) > 2 else []) + (["n", "k"] if tb else ["k", "n"])
     return Plan(op.name, "matmul", out.dtype, loops,
-                {op.inputs[0]: (a.shape, a_idx), op.inputs[1]: (b.shape, b_idx), op.output: (out.shape, bnames + ["m", "n"])},
+                {op.inputs[0]: (a.shape, a_idx), op.inputs[1]: (b.shape, b_idx),
+                 op.output: (out.shape, bnames + ["m", "n"])},
                 op.output, tuple(op.inputs), point_loops=["k", "m", "n"],
                 max_lanes=tile_for(m, tile) * tile_for(n, tile) * tile_for(k, tile))
 
 
 def _dims(shape, tile: int, whole_last: bool = False) -> tuple[list, list]:
-    loops, names = [], []
+    loops: list = []
+    names: list[str | None] = []
     for i, s in enumerate(shape):
         name = f"d{i}"
         if whole_last and i == len(shape) - 1:
@@ -173,12 +179,12 @@ def _tokens(plan: Plan) -> int:
     return plan.port_type(plan.output).tokens
 
 
-def latency(plan: Plan, graph) -> int:
+def latency(plan: Plan, graph: OpGraph) -> int:
     c = _cost(plan, graph)
     return c.delay + (_tokens(plan) - 1) * c.ii
 
 
-def unroll(plans: list, graph, overall_unroll_size: int) -> None:
+def unroll(plans: list, graph: OpGraph, overall_unroll_size: int) -> None:
     """Intensity-aware unrolling: double the lanes of the slowest kernel while the budget lasts."""
     budget = overall_unroll_size - sum(p.lanes for p in plans)
     heap = [(-latency(p, graph), i) for i, p in enumerate(plans)]
@@ -198,7 +204,7 @@ def _vector(lanes: int, tile_elems: int) -> int:
     return 1 << (max(v, 1).bit_length() - 1)
 
 
-def tile_graph(graph, default_tile_size: int = 64, overall_unroll_size: int = 1024) -> DataflowGraph:
+def tile_graph(graph: OpGraph, default_tile_size: int = 64, overall_unroll_size: int = 1024) -> DataflowGraph:
     """The dataflow graph of ``graph`` (an :class:`~dfopt.ir.opgraph.OpGraph`), tiled and costed."""
     plans = [PLANNERS[op.op](op, graph, default_tile_size) for op in graph.ops]
     unroll(plans, graph, overall_unroll_size)
@@ -207,7 +213,8 @@ def tile_graph(graph, default_tile_size: int = 64, overall_unroll_size: int = 10
     for p in plans:
         c = _cost(p, graph)
         tile_elems = math.prod(lp["step"] for lp in p.loops) * p.attrs.get("row", 1)
-        kernels.append(Kernel(p.name, p.op, tuple(Loop(lp["name"], lp["tripcount"], lp["step"], lp["kind"]) for lp in p.loops),
+        loops = tuple(Loop(lp["name"], lp["tripcount"], lp["step"], lp["kind"]) for lp in p.loops)
+        kernels.append(Kernel(p.name, p.op, loops,
                               delay=c.delay, ii=c.ii, latency=c.delay + (_tokens(p) - 1) * c.ii,
                               resources=c.resources,
                               attrs={"lanes": p.lanes, "vector": _vector(p.lanes, tile_elems),
@@ -219,7 +226,8 @@ def tile_graph(graph, default_tile_size: int = 64, overall_unroll_size: int = 10
             c = costs.dma_cost(spec.dtype, math.prod(t.element))
             dma = f"{name}_in"
             kernels.append(Kernel(dma, "dma_in", delay=c.delay, ii=c.ii, latency=c.delay + (t.tokens - 1) * c.ii,
-                                  resources=c.resources, attrs={"tensor": name, "vector": _vector(16, math.prod(t.element))}))
+                                  resources=c.resources,
+                                  attrs={"tensor": name, "vector": _vector(16, math.prod(t.element))}))
             producer[name] = (dma, t)
     for p in plans:
         for tensor in dict.fromkeys(p.inputs):
@@ -232,6 +240,7 @@ def tile_graph(graph, default_tile_size: int = 64, overall_unroll_size: int = 10
         c = costs.dma_cost(t.dtype, math.prod(t.element))
         dma = f"{out}_out"
         kernels.append(Kernel(dma, "dma_out", delay=c.delay, ii=c.ii, latency=c.delay + (t.tokens - 1) * c.ii,
-                              resources=c.resources, attrs={"tensor": out, "vector": _vector(16, math.prod(t.element))}))
+                              resources=c.resources,
+                              attrs={"tensor": out, "vector": _vector(16, math.prod(t.element))}))
         streams.append(Stream(f"{out}__{dma}", src, dma, tokens=t.tokens, width=t.token_bits, src_type=t, dst_type=t))
     return DataflowGraph(kernels, streams)

@@ -1,4 +1,4 @@
-"""A physical MLIR-AIE design from a solved ``problem: mapping`` (DESIGN 5.5 -> 5.7).
+"""A physical MLIR-AIE design from a solved ``problem: mapping`` (docs/dato.md).
 
 :func:`design_from_mapping` turns the ``mapping`` section of a solution into an
 :class:`~dfopt.codegen.aie.design.AieDesign` that :func:`~dfopt.codegen.aie.checks.validate` accepts, or
@@ -72,6 +72,7 @@ outputs, then one wait per output FIFO.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from dfopt.codegen.aie.checks import validate
 from dfopt.codegen.aie.design import AieDesign
@@ -81,12 +82,16 @@ from dfopt.codegen.aie.mapping.host import _plan_host, _runtime
 from dfopt.codegen.aie.mapping.recount import _load, _Mapping, _steps
 from dfopt.errors import CodegenError
 
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.solution import Solution
+
 # The modules of this package share their underscore names with each other (the package's internal
 # API); only design_from_mapping is public.
 __all__ = ["design_from_mapping"]
 
 
-def design_from_mapping(instance, solution) -> AieDesign:
+def design_from_mapping(instance: Instance, solution: Solution) -> AieDesign:
     """The validated AIE design of a solved mapping of ``instance`` (see the module docstring);
     CodegenError when no design expresses it."""
     m = _load(instance, solution)

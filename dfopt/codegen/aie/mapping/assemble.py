@@ -5,17 +5,35 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dfopt.codegen.aie.design import (TILE_KINDS, AieDesign, Core, FifoAccess, Link, ObjectFifo, Tile, memory_bytes,
-                                      memref_type, tile_kind_at)
+from dfopt.codegen.aie.design import (
+    TILE_KINDS,
+    AieDesign,
+    Core,
+    FifoAccess,
+    Link,
+    ObjectFifo,
+    Tile,
+    memory_bytes,
+    memref_type,
+    tile_kind_at,
+)
 from dfopt.codegen.aie.mapping.flows import _depth_bound, _Fifo, _Flow, _width
 from dfopt.codegen.aie.mapping.recount import _Mapping
+from dfopt.errors import CodegenError
 
 
 def _tiles(m: _Mapping, flows: list) -> list[Tile]:
     coords = set(m.ev.members)
     coords |= {t for flow in flows for f in flow.fifos for t in (f.producer, *f.consumers)}
-    tiles = [Tile(c, r, tile_kind_at(m.platform, c, r)) for c, r in coords]
+    tiles = [Tile(c, r, _kind(m, c, r)) for c, r in coords]
     return sorted(tiles, key=lambda t: (TILE_KINDS.index(t.kind), t.col, t.row))
+
+
+def _kind(m: _Mapping, col: int, row: int) -> str:
+    kind = tile_kind_at(m.platform, col, row)
+    if kind is None:
+        raise CodegenError(f"tile ({col}, {row}) is outside the {m.platform.name} array")
+    return kind
 
 
 def _shape(flow: _Flow, f: _Fifo) -> tuple:
@@ -50,7 +68,7 @@ def _cores(m: _Mapping, flows: list) -> list[Core]:
     variants: dict = {}
     cores = []
     for t, vs in m.ev.members.items():
-        seen = {}
+        seen: dict[tuple[str, str], None] = {}
         for v in vs:
             for i, p in enumerate(m.d.ports[v]):
                 if (v, i) in m.fifo_of:

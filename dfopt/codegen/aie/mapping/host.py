@@ -17,6 +17,7 @@ def _plan_host(m: _Mapping, flow: _Flow) -> list[tuple]:
     """``(flow, transfers)`` per shim FIFO of a host collection: the collection itself when
     :func:`_plan` finds transfers for it, else its parts split greedily (in host order) into
     collections that each have them, one more shim FIFO each."""
+    assert flow.hub is not None  # a host flow goes through its shim FIFO, the hub
     layout = m.layouts[flow.tensor]
     plan = _plan(flow, layout)
     if plan is not None:
@@ -42,6 +43,7 @@ def _plan_host(m: _Mapping, flow: _Flow) -> list[tuple]:
 
 def _sub_flow(m: _Mapping, flow: _Flow, parts: list, name: str) -> _Flow:
     """The collection of ``flow`` with only ``parts``, through a hub FIFO called ``name``, sized."""
+    assert flow.hub is not None  # a host flow goes through its shim FIFO, the hub
     hub = replace(flow.hub, name=name, bytes=sum(p.bytes for p in parts))
     sub = _Flow(list(parts), hub, flow.via, flow.tensor)
     _size(sub, m.iterations)
@@ -54,6 +56,7 @@ def _plan(flow: _Flow, layout: tuple) -> list[tuple] | None:
     object's host ranges fit no 4-D pattern (e.g. blocks 0, 2, 4 and 8 of a grid), the hub object is
     instead the host range spanning them (a hull: the parts sit at their host offsets in it, the
     bytes between them travel too), if the parts keep their relative offsets and do not overlap."""
+    assert flow.hub is not None  # a host flow goes through its shim FIFO, the hub
     objects = _object_segments(flow, layout)
     order = sorted(range(len(flow.parts)), key=lambda r: objects[0][r][0][0])
     flow.parts = [flow.parts[r] for r in order]
@@ -104,7 +107,7 @@ def _flat(block: tuple, counts: tuple) -> int:
 
 def _merge(segs: list) -> list:
     """Adjacent ``(offset, length)`` ranges that continue each other, merged."""
-    out = []
+    out: list[tuple[int, int]] = []
     for o, n in segs:
         if out and out[-1][0] + out[-1][1] == o:
             out[-1] = (out[-1][0], out[-1][1] + n)
@@ -154,7 +157,9 @@ def _pattern(segs: list) -> tuple | None:
 def _runtime(m: _Mapping, host: list) -> Runtime:
     """Host buffers in blocked layout; the transfers per shim FIFO (inputs, then outputs, buffer
     descriptors numbered per shim tile); a wait per output FIFO."""
-    buffers, ops, bd = {}, [], Counter()
+    buffers: dict[str, HostBuffer] = {}
+    ops: list[DmaTransfer | DmaWait] = []
+    bd: Counter[tuple] = Counter()
     bds = m.platform.npu["shim_tile"].get("bds", 16)
     for flow, transfers in sorted(host, key=lambda h: h[0].join):
         counts, block_bytes = m.layouts[flow.tensor]

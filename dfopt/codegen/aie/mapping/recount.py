@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from dfopt.errors import CodegenError
+from dfopt.ir.platform import Platform
 from dfopt.models.mapping.data import MappingData, mapping_data
 from dfopt.models.mapping.evaluate import Evaluation, evaluate
 
@@ -26,7 +27,7 @@ class _Mapping:
     iterations: dict
     layouts: dict
     streams: dict
-    platform: object
+    platform: Platform
     fifo_of: dict = field(default_factory=dict)
     names: set = field(default_factory=set)
     notes: list = field(default_factory=list)   # what a CodegenError should also say
@@ -76,7 +77,7 @@ def _iterations(d: MappingData, members: dict) -> dict:
 
 def _layouts(d: MappingData) -> dict:
     """Per host tensor: (block counts per axis, bytes per block), the same for every port."""
-    out = {}
+    out: dict[str, tuple] = {}
     for v in d.nodes:
         for p in d.ports[v]:
             if p.kind != "host":

@@ -1,0 +1,113 @@
+"""What every FIFO formulation shares: the graph as arrays, the unbounded reference run, the
+family of witness schedules, and the verification of candidate depths.
+
+A :class:`Candidate` is a depth vector with how it was proven safe and latency-preserving (a
+witness schedule, or a bounded simulation) or why it is not.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from dfopt.errors import InfeasibleError
+from dfopt.models.fifo.checks import SIMULATE_EVENTS, blocked_text
+from dfopt.models.fifo.edges import objective_value, stream_arrays
+from dfopt.models.fifo.witness import refine, schedule_family
+from dfopt.sim import compile_events, simulate
+from dfopt.sim.result import SimResult
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.ir.graph import DataflowGraph
+    from dfopt.models.fifo import Options
+
+REPAIR_EVENTS = 250_000
+
+
+@dataclass
+class Candidate:
+    name: str
+    depths: np.ndarray
+    safe: bool
+    value: int
+    proof: str                      # "witness lam=0.3", "simulated", or why it is unsafe
+    sim: SimResult | None = None    # the bounded simulation, when it was simulated
+    witness: np.ndarray | None = None  # per-kernel mix whose schedule proves the depths
+
+
+class FifoData:
+    """The graph as arrays, the reference run and the witness family, built once per solve."""
+
+    def __init__(self, graph: DataflowGraph, options: Options) -> None:
+        self.graph = graph
+        self.options = options
+        self.deadline = time.perf_counter() + options.time_limit
+        self.arrays = stream_arrays(graph, options.strategy)
+        self.names = self.arrays.names
+        self.reference = simulate(graph, unbounded=True, record=True)
+        if self.reference.deadlock:
+            raise InfeasibleError("the graph deadlocks even with unbounded FIFOs: " + blocked_text(self.reference))
+        assert self.reference.makespan is not None  # a run without deadlock has a makespan
+        self.makespan: int = self.reference.makespan
+        self.family = schedule_family(graph, self.reference)
+        self.occupancy = self.family.depths(1.0)
+        self.delays: np.ndarray | None = None      # stream delays, when an LP ran
+        self._slack: Candidate | None = None
+        self.events = compile_events(graph).n_events
+        self.stats: dict = {"events": self.events}
+
+    def value(self, depths: npt.ArrayLike) -> int:
+        return objective_value(self.arrays, depths, self.options.objective)
+
+    @property
+    def can_simulate(self) -> bool:
+        return self.options.simulate == "always" or (
+            self.options.simulate == "auto" and self.events <= SIMULATE_EVENTS)
+
+    @property
+    def can_repair(self) -> bool:
+        return self.can_simulate and self.events <= REPAIR_EVENTS and self.options.repair_rounds > 0
+
+    def slack(self) -> np.ndarray:
+        """The cheapest depths of the witness family, refined per kernel (safe by construction)."""
+        return self.slack_candidate().depths
+
+    def slack_candidate(self) -> Candidate:
+        if self._slack is None:
+            lams = self.family.lambdas
+            values = [self.value(self.family.depths(lam)) for lam in lams]
+            start = lams[int(np.argmin(values))]
+            budget = self.options.refine_budget // max(self.events, 1)
+            if budget >= 2 and self.family.prog.n_kernels > 1:
+                mix, depths, spent = refine(self.family, self.value, start, budget)
+                self.stats["refine_evaluations"] = spent
+                self._slack = Candidate("slack", depths, True, self.value(depths),
+                                        "witness (per-kernel mix)", witness=mix)
+            else:
+                depths = self.family.depths(start)
+                self._slack = Candidate("slack", depths, True, self.value(depths), f"witness lam={start:g}")
+        return self._slack
+
+    def verify(self, name: str, depths: npt.ArrayLike) -> Candidate:
+        """``depths`` as a candidate: proven by a witness schedule or by the bounded simulation."""
+        depths = np.maximum(np.asarray(depths, dtype=np.int64), 1)
+        lam = self.family.safe(depths)
+        if lam is not None and not (self.options.simulate == "always"):
+            return Candidate(name, depths, True, self.value(depths), f"witness lam={lam:g}")
+        if not self.can_simulate and self.options.simulate != "always":
+            return Candidate(name, depths, False, self.value(depths), "no witness; too large to simulate")
+        res = simulate(self.graph, dict(zip(self.names, depths.tolist())))
+        safe = not res.deadlock and res.makespan == self.makespan
+        proof = "simulated" if safe else ("deadlock" if res.deadlock else f"makespan {res.makespan}")
+        return Candidate(name, depths, safe, self.value(depths), proof, res)
+
+
+def prepare(instance: Instance, options: Options) -> FifoData:
+    """The FIFO problem data of ``instance.graph`` under ``options``."""
+    assert instance.graph is not None  # the driver checks the parts a problem needs
+    return FifoData(instance.graph, options)

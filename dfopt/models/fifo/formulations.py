@@ -1,0 +1,155 @@
+"""The FIFO sizing formulations. Each returns the cheapest of its candidates that is proven safe
+and latency-preserving (a witness schedule or the bounded simulation); the report keeps every
+candidate with its proof.
+
+* ``slack`` — depths read off witness schedules, refined per kernel (no LP, safe by construction);
+* ``flow``, ``potentials``, ``paths`` — the LP over stream delays (:mod:`.delays`), depths from the
+  token curves at the solved delays, repaired when they stall; with ``keep_best`` the best verified
+  of the LP depths, the occupancy baseline, the slack depths and their per-stream minimum;
+* ``occupancy`` — each stream's maximum occupancy in the unbounded run (the cosim baseline);
+* ``search`` — shrink the occupancy depths one stream at a time by binary search under simulation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dfopt.errors import InfeasibleError
+from dfopt.models.base import Outcome
+from dfopt.models.fifo import delays as lp
+from dfopt.models.fifo.curves import exact_max_tokens_array, paper_max_tokens_array
+from dfopt.models.fifo.data import Candidate, FifoData
+from dfopt.models.fifo.decision import FifoDepths
+from dfopt.models.fifo.edges import objective_weights
+from dfopt.models.fifo.repair import repair, shrink
+from dfopt.results import Termination
+
+if TYPE_CHECKING:
+    from dfopt.models.fifo import Options
+
+LP_SOLVER_DEFAULT = "highs"
+
+
+def _lp_solvers() -> tuple:
+    from dfopt.lp.cvx import SOLVERS
+
+    return (LP_SOLVER_DEFAULT,) + tuple(s for s in SOLVERS if s != LP_SOLVER_DEFAULT)
+
+
+def choose(data: FifoData, candidates: list, name: str, limit_reached: bool = False) -> Outcome:
+    """The cheapest safe candidate as the outcome; none safe is an :class:`InfeasibleError`."""
+    safe = [c for c in candidates if c.safe]
+    if not safe:  # occupancy and slack are always safe; search starts from occupancy
+        raise InfeasibleError(f"{name} found no depths it could prove safe: "
+                              + "; ".join(f"{c.name}: {c.proof}" for c in candidates))
+    best = min(safe, key=lambda c: c.value)
+    return Outcome(FifoDepths(dict(zip(data.names, best.depths.tolist()))),
+                   Termination.TIME_LIMIT if limit_reached else Termination.FEASIBLE,
+                   solver=data.stats.get("lp_solver", "none"), stats=dict(data.stats),
+                   limit_reached=limit_reached, report={"best": best, "candidates": candidates})
+
+
+@dataclass(frozen=True)
+class Slack:
+    """Witness-schedule depths, refined per kernel (the default)."""
+
+    name: str = "slack"
+    solvers: tuple = ()
+    exact: bool = False
+    bound: bool = False
+
+    def solve(self, data: FifoData, options: Options) -> Outcome:
+        return choose(data, [data.slack_candidate()], self.name)
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Each stream's largest occupancy in the unbounded run."""
+
+    name: str = "occupancy"
+    solvers: tuple = ()
+    exact: bool = False
+    bound: bool = False
+
+    def solve(self, data: FifoData, options: Options) -> Outcome:
+        return choose(data, [data.verify("occupancy", data.occupancy)], self.name)
+
+
+@dataclass(frozen=True)
+class Search:
+    """Binary search per stream under simulation, from the occupancy depths, within the limit."""
+
+    name: str = "search"
+    solvers: tuple = ()
+    exact: bool = False
+    bound: bool = False
+
+    def solve(self, data: FifoData, options: Options) -> Outcome:
+        contribution = data.occupancy * objective_weights(data.arrays, options.objective)
+        order = np.argsort(-contribution, kind="stable")
+        depths, sims, finished = shrink(data.graph, data.names, data.occupancy, data.makespan, order,
+                                        deadline=data.deadline)
+        data.stats.update(search_simulations=sims, search_finished=finished)
+        return choose(data, [data.verify("search", depths)], self.name, limit_reached=not finished)
+
+
+@dataclass(frozen=True)
+class DelayLP:
+    """The LP over stream delays (``flow``: min-cost flow; ``potentials``, ``paths``: cvxpy LPs)."""
+
+    name: str
+    solvers: tuple = ()
+    exact: bool = False
+    bound: bool = False
+
+    def solve(self, data: FifoData, options: Options) -> Outcome:
+        raw = _lp_depths(data, self.name)
+        t = time.perf_counter()
+        cands = [_repaired(data, "lp", raw)]
+        data.stats["lp_value_raw"] = data.value(raw)
+        if options.keep_best:
+            slack = data.slack()
+            cands += [data.verify("occupancy", data.occupancy), data.slack_candidate()]
+            cands.append(_repaired(data, "combined", np.minimum.reduce([raw, data.occupancy, slack])))
+        data.stats["time_repair_s"] = time.perf_counter() - t
+        return choose(data, cands, self.name)
+
+
+def _lp_depths(data: FifoData, formulation: str) -> np.ndarray:
+    opts, arrays = data.options, data.arrays
+    weights = objective_weights(arrays, opts.objective)
+    remaining = max(0.1, data.deadline - time.perf_counter())
+    if formulation == "flow":
+        res = lp.delays_flow(arrays, weights)
+    elif formulation == "potentials":
+        res = lp.delays_potentials(arrays, weights, opts.solver or LP_SOLVER_DEFAULT, remaining, opts.seed)
+    else:
+        res = lp.delays_paths(arrays, weights, opts.solver or LP_SOLVER_DEFAULT, remaining, opts.seed)
+    data.stats.update(lp_status=res.status, lp_solver=res.solver, lp_objective=res.lp_objective, **res.stats)
+    data.delays = res.delays
+    curve = exact_max_tokens_array if opts.curve == "exact" else paper_max_tokens_array
+    return curve(arrays.tokens, arrays.lower, arrays.ii_src, arrays.ii_dst, np.round(res.delays, 6))
+
+
+def _repaired(data: FifoData, name: str, depths) -> Candidate:
+    """Verify ``depths``; when unsafe and affordable, repair them towards the cheaper safe vector."""
+    cand = data.verify(name, depths)
+    if cand.safe or not data.can_repair:
+        return cand
+    target = min((data.occupancy, data.slack()), key=data.value)
+    out = repair(data.graph, data.names, cand.depths, data.makespan, target,
+                 max_rounds=data.options.repair_rounds, deadline=None)
+    data.stats[f"{name}_repair_rounds"] = out.rounds
+    depths = out.depths if out.ok else np.maximum(out.depths, target)
+    return data.verify(f"{name}-repaired", depths)
+
+
+def formulations() -> tuple:
+    """Every FIFO formulation, the default first."""
+    lp_solvers = _lp_solvers()
+    return (Slack(), DelayLP("flow"), DelayLP("potentials", lp_solvers), DelayLP("paths", lp_solvers),
+            Occupancy(), Search())

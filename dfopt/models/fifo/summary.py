@@ -1,0 +1,28 @@
+"""The lines ``dfopt solve`` prints for a FIFO solution."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dfopt.instance.types import Instance
+    from dfopt.solution import Solution
+
+
+def summary(instance: Instance, solution: Solution) -> list[str]:
+    sec = solution.sections["fifo"]
+    depths = solution.decision.depths
+    base = sec.get("occupancy_baseline", {})
+    key = {"depth": "total_depth", "bits": "total_bits", "bram18": "bram18"}[sec["objective"]]
+    ratio = ""
+    if base.get(key):
+        ratio = f" ({sec[key] / base[key]:.3f} x the occupancy baseline {base[key]})"
+    lines = [f"  {len(depths)} streams, strategy {sec['strategy']}, objective {sec['objective']}: "
+             f"{sec[key]}{ratio}",
+             f"  total depth {sec['total_depth']}, total bits {sec['total_bits']}, BRAM18 {sec['bram18']}",
+             f"  makespan {sec['makespan']} cycles (unbounded reference {sec['reference_makespan']}); "
+             f"answer from {sec['chosen']}"
+             + (f", LP depths repaired in {sec['repair_steps']} rounds" if sec.get("repaired") else "")]
+    deepest = sorted(depths.items(), key=lambda kv: -kv[1])[:8]
+    lines.append("  deepest: " + ", ".join(f"{n}={d}" for n, d in deepest))
+    return lines

@@ -1,0 +1,172 @@
+"""The placement formulations.
+
+* ``cpsat`` (default) — the whole ILP (:mod:`.exact`) on CP-SAT, hinted with the greedy;
+* ``greedy`` — topological fill, Kernighan–Lin between neighbouring slots, single moves
+  (:mod:`.greedy`);
+* ``bipartition`` — recursive two-way splits of the device, one small CP-SAT ILP per split
+  (:mod:`.bipartition`), AutoBridge's method above ~200 tasks;
+* ``mip`` — the same ILP through a MIP backend (``highs`` by default; ``scip``, ``cbc``): the
+  AutoBridge formulation.
+
+The exact formulations never return worse than their greedy hint.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NoReturn
+
+import numpy as np
+
+from dfopt.errors import InfeasibleError, NoSolutionError
+from dfopt.ir.memory import KIND_RESOURCE
+from dfopt.models.base import Outcome
+from dfopt.models.placement.bipartition import bipartition_placement
+from dfopt.models.placement.conflict import explain_infeasible
+from dfopt.models.placement.data import PlacementData
+from dfopt.models.placement.decision import Placement
+from dfopt.models.placement.exact import bound_margin, build, decode, decode_binding, set_hint, solve_exact
+from dfopt.results import Termination
+
+if TYPE_CHECKING:
+    from dfopt.models.memory.buffers import BufferUse
+    from dfopt.models.placement import Options
+
+MIP_SOLVERS = ("highs", "scip", "cbc")
+
+
+@dataclass
+class PlacementProblem:
+    """What the formulations share. ``data`` counts the memories at ``binding`` (the hint's
+    binding in joint mode); ``base`` (joint mode) counts only the memories with one kind, and
+    ``choices`` are the memories whose kind the exact model chooses."""
+
+    data: PlacementData
+    greedy: np.ndarray | None
+    buffers: list
+    binding: dict
+    place: Callable[[dict], PlacementData]      # extra resources -> PlacementData
+    base: PlacementData | None = None
+    choices: list = field(default_factory=list)
+
+    def data_for(self, binding: dict) -> PlacementData:
+        """The arrays with the memories bound as ``binding`` says."""
+        if binding == self.binding:
+            return self.data
+        return self.place(binding_resources(self.buffers, binding))
+
+    def decision(self, assign: np.ndarray, binding: dict | None = None) -> Placement:
+        d = self.data
+        return Placement({k: d.slots[s] for k, s in zip(d.names, assign.tolist())}, binding or self.binding)
+
+
+def binding_resources(buffers: Iterable[BufferUse], binding: Mapping[str, str]) -> dict:
+    """Per owner kernel, the resources its bound buffers take (kind costs of their geometry)."""
+    extra: dict = {}
+    for b in buffers:
+        kind = binding[b.key]
+        res = KIND_RESOURCE[kind]
+        extra.setdefault(b.owner, {})
+        extra[b.owner][res] = extra[b.owner].get(res, 0) + b.options[kind]
+    return extra
+
+
+def no_placement(pp: PlacementProblem, options: Options, what: str, proven: bool = False) -> NoReturn:
+    """Raise the right error when ``what`` found no placement (``proven``: it proved none exists)."""
+    conflict = explain_infeasible(pp.data, time_limit=min(30.0, options.time_limit), seed=options.seed) \
+        if options.explain else None
+    if conflict:
+        raise InfeasibleError("no placement exists; these constraints conflict: " + "; ".join(conflict),
+                              culprits=conflict)
+    if proven:
+        raise InfeasibleError(f"no placement exists ({what} proved it); no small set of conflicting constraints "
+                              "was found within the limit: lower the demands, raise max_utilization, or relax pins")
+    raise NoSolutionError(f"{what} found no placement within {options.time_limit:g} s and infeasibility was not "
+                          "proven; raise time_limit, lower the demands or raise max_utilization")
+
+
+@dataclass(frozen=True)
+class Greedy:
+    name: str = "greedy"
+    solvers: tuple = ()
+    exact: bool = False
+    bound: bool = False
+
+    def solve(self, pp: PlacementProblem, options: Options) -> Outcome:
+        if pp.greedy is None:
+            no_placement(pp, options, "the greedy fill and its refinement")
+        return Outcome(pp.decision(pp.greedy), Termination.FEASIBLE, solver="none")
+
+
+@dataclass(frozen=True)
+class Bipartition:
+    name: str = "bipartition"
+    solvers: tuple = ("cpsat",)
+    exact: bool = False
+    bound: bool = False
+
+    def solve(self, pp: PlacementProblem, options: Options) -> Outcome:
+        stats: dict = {}
+        hint = pp.greedy if options.hint else None
+        assign = bipartition_placement(pp.data, time_limit=options.time_limit, seed=options.seed, stats=stats,
+                                       hint=hint, workers=options.workers)
+        if assign is None:
+            if pp.greedy is None:
+                no_placement(pp, options, "bipartition")
+            stats["fell_back_to_greedy"] = True
+            return Outcome(pp.decision(pp.greedy), Termination.FEASIBLE, solver="cpsat", stats=stats)
+        return Outcome(pp.decision(assign), Termination.FEASIBLE, solver="cpsat", stats=stats)
+
+
+@dataclass(frozen=True)
+class Exact:
+    name: str
+    solvers: tuple
+    exact: bool = True
+    bound: bool = True
+
+    def solve(self, pp: PlacementProblem, options: Options) -> Outcome:
+        backend = options.solver or self.solvers[0]
+        d, greedy, choices = pp.data, pp.greedy, pp.choices
+        model_data = d
+        if choices:
+            assert pp.base is not None  # joint binding: the base counts the memories of one kind
+            model_data = pp.base
+        t0 = time.perf_counter()
+        em = build(model_data, choices)
+        if options.hint and greedy is not None:
+            set_hint(em, model_data, greedy, pp.binding)
+        stats = {**em.stats, "hinted": bool(options.hint and greedy is not None),
+                 "time_build_s": time.perf_counter() - t0}
+        res = solve_exact(em, backend, options.time_limit, options.seed, options.deterministic,
+                          workers=options.workers if backend == "cpsat" else None)
+        stats.update(time_solver_s=res.wall_time_s, termination=res.termination.value)
+        incumbents = res.stats.get("incumbents", [])
+        stats["incumbents"] = [(round(t, 4), v) for t, v in incumbents]
+        if res.termination is Termination.INFEASIBLE:
+            no_placement(pp, options, backend, proven=True)
+        bound = None if res.bound is None else res.bound - bound_margin(em, model_data)
+        g_obj = d.evaluate(greedy).objective if greedy is not None else None
+        if g_obj is not None:
+            better = [t for t, v in incumbents if v < g_obj - 1e-9]
+            stats["first_better_than_greedy_s"] = better[0] if better else None
+        limit = res.termination is Termination.TIME_LIMIT
+        if res.values_array is not None:
+            assign = decode(em, res.values_array)
+            binding = decode_binding(em, res.values_array, pp.binding) if choices else pp.binding
+            ev = pp.data_for(binding).evaluate(assign)
+            if ev.feasible and (g_obj is None or ev.objective <= g_obj + 1e-9):
+                proven = res.termination is Termination.OPTIMAL
+                return Outcome(pp.decision(assign, binding), Termination.OPTIMAL if proven else Termination.FEASIBLE,
+                               bound, backend, stats, limit_reached=limit)
+        if greedy is None:
+            no_placement(pp, options, backend)
+        stats["fell_back_to_greedy"] = True
+        status = Termination.TIME_LIMIT if limit else Termination.FEASIBLE
+        return Outcome(pp.decision(greedy), status, bound, backend, stats, limit_reached=limit)
+
+
+def formulations() -> tuple:
+    return (Exact("cpsat", ("cpsat",)), Greedy(), Bipartition(), Exact("mip", MIP_SOLVERS))
