@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.summary_tools import gm  # noqa: E402
+
 from dfopt.instance import load  # noqa: E402
 from dfopt.io import write_text_atomic  # noqa: E402
 from dfopt.models.schedule.baseline import isl_schedule  # noqa: E402

@@ -30,7 +30,8 @@ def table(records):
     lines = ["| instances | formulation | solver | runs | optimal | checks ok | DRAM / greedy (geomean, worst) | "
              "DRAM / no fusion | gap at limit (median, worst) | first better than greedy (s, median) | "
              "median time (s) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    order = sorted(groups, key=lambda k: (k[0] != "shipped", int(k[0].split()[-1]) if k[0] != "shipped" else 0, k[1], k[2]))
+    order = sorted(groups, key=lambda k: (k[0] != "shipped", int(k[0].split()[-1]) if k[0] != "shipped" else 0,
+                                          k[1], k[2]))
     for key in order:
         rs = groups[key]
         ok = [r for r in rs if r.get("checks_ok") and r.get("objective") is not None]
