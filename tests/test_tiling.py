@@ -109,7 +109,14 @@ def test_cost_model_formulas():
     assert costs.matmul_cost("i8", 8, 8, 8, 1, 64).resources["dsp"] == 32   # two 8-bit MACs per DSP
     assert costs.matmul_cost("f32", 4, 4, 4, 1, 4096).ii == 1          # lanes capped by the tile's work
     sm = costs.row_cost("softmax", "f32", row_elems=512, tile_elems=512, lanes=16)
-    assert sm.ii == costs.ROW_PASSES["softmax"] * 32 and sm.delay == 2 * 32 + costs.PIPELINE_DEPTH
+    # 3 passes over one row of 512 in steps of 16, plus one fold per reduction (max, sum)
+    assert sm.ii == costs.ROW_PASSES["softmax"] * 32 + 2 and sm.delay == sm.ii + costs.PIPELINE_DEPTH
+    rows = costs.row_cost("layernorm", "f32", row_elems=8 * 64, tile_elems=8 * 64, lanes=16, row=64)
+    assert costs.row_unroll(8, 64, 16) == (8, 2) and rows.ii == 3 * (1 * 32) + 2 * 1
+    # sizes that are not powers of two: the lanes are a divisor of each dimension
+    assert costs.matmul_unroll(43, 64, 64, 128) == (1, 64, 2)
+    assert costs.matmul_cost("f32", 43, 64, 64, 1, 128).ii == 43 * 1 * 32
+    assert costs.elementwise_unroll(96, 16, period=24) == 12 and costs.mover_lanes("f64", 64) == 8
     ew = costs.elementwise_cost("add", "f32", 256, inputs=2, lanes=8)
     assert ew.ii == 32 and ew.resources["bytes"] == 2 * 256 * 4
     dma = costs.dma_cost("f32", 1024)

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dfopt.instance.types import Instance
+from dfopt.ir.channel import stream_channel
 from dfopt.ir.graph import DataflowGraph
-from dfopt.ir.itensor import DTYPE_BITS
 
 if TYPE_CHECKING:
     from dfopt.io import StrPath
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CHANNEL_BITS_MAX = 512      # a stream's physical width is at most one AXI-stream beat of 512 bits
 
 
 @dataclass
@@ -134,20 +133,17 @@ def memory_stage(graph: DataflowGraph, platform: Platform | None, name: str = "d
 
 
 def channel_graph(graph: DataflowGraph) -> DataflowGraph:
-    """The graph with every stream as its physical channel: ``vector`` elements of the stream's
-    dtype per beat (the producer's ``attrs.vector``, else the consumer's; at most 512 bits), each
-    token (tile) taking ``ceil(token bits / channel bits)`` beats, so ``tokens`` and ``depth`` count
-    beats. Memory binding then sees a FIFO's real geometry (a depth-2 FIFO of 64x64 f32 tiles is a
-    512 x 512-bit buffer, not 262,144 flip-flops) and placement the wires a crossing uses."""
+    """The graph with every stream as its physical channel (:func:`dfopt.ir.channel.stream_channel`:
+    the producer's ``attrs.vector`` values of the stream's dtype per beat, else the consumer's, at
+    most 512 bits), each token (tile) taking ``ceil(token bits / channel bits)`` beats, so
+    ``tokens`` and ``depth`` count beats. Memory binding then sees a FIFO's real geometry (a
+    depth-2 FIFO of 64x64 f32 tiles is a 512 x 512-bit buffer, not 262,144 flip-flops) and
+    placement the wires a crossing uses; the HLS emitter declares streams of these beats."""
     streams = []
     for s in graph.streams.values():
-        t = s.src_type
-        bits = DTYPE_BITS.get(t.dtype, 32) if t is not None else s.width
-        vector = graph.kernels[s.src].attrs.get("vector") or graph.kernels[s.dst].attrs.get("vector") or 1
-        channel = int(min(s.width, vector * bits, CHANNEL_BITS_MAX))
-        beats = -(-s.width // channel)
-        streams.append(dataclasses.replace(s, width=channel, tokens=s.tokens * beats,
-                                           depth=None if s.depth is None else s.depth * beats,
+        c = stream_channel(graph, s)
+        streams.append(dataclasses.replace(s, width=c.bits, tokens=s.tokens * c.beats,
+                                           depth=None if s.depth is None else s.depth * c.beats,
                                            src_type=None, dst_type=None, converter_bytes=0))
     return DataflowGraph(list(graph.kernels.values()), streams)
 
@@ -232,11 +228,12 @@ def run(opgraph: OpGraph, platform: Platform | None, name: str = "design", defau
 def emit(instance: Instance, solution: Solution, out_dir: StrPath) -> dict:
     """Write the HLS C++ project of a solved pipeline instance into ``out_dir`` (atomically):
     the operator graph tiled again with the solution's options (deterministic), the fused design
-    rebuilt from the fusion decision, FIFO depths of the fifo stage mapped onto the emitted
-    streams, kernels assigned to their placement slots, one dataflow function per fused group (the
-    fusion stage's groups restricted to the tiled graph's kernels: its converter and DMA kernels
-    are the emitter's own; a cut stream goes through DRAM). Returns the emitter's summary."""
-    from dfopt.codegen.hls.emit import design_depths, emit_design
+    rebuilt from the fusion decision, FIFO depths of the fifo stage and memory kinds of the memory
+    stage mapped onto the emitted streams, kernels assigned to their placement slots, one dataflow
+    function per fused group (the fusion stage's groups restricted to the tiled graph's kernels:
+    its converter and DMA kernels are the emitter's own; a cut stream goes through DRAM), the
+    platform's part and memory banks for the Vitis build. Returns the emitter's summary."""
+    from dfopt.codegen.hls.emit import design_depths, design_storage, emit_design
     from dfopt.models.fusion import fused_design
     from dfopt.models.tiling.tiler import tile_graph
 
@@ -246,7 +243,9 @@ def emit(instance: Instance, solution: Solution, out_dir: StrPath) -> dict:
     tiled = tile_graph(instance.operators, opts["default_tile_size"], opts["overall_unroll_size"])
     fused = fused_design(tiled, design.fusion)
     depths = design_depths(fused, dict(design.fifo.depths))
+    storage = design_storage(fused, dict(design.memory.binding))
     slots = {k: s for k, s in design.placement.slot.items() if k in tiled.kernels}
     groups = [[k for k in members if k in tiled.kernels] for members in design.fusion.groups]
     groups = [members for members in groups if members]
-    return emit_design(instance.operators, tiled, depths, out_dir, slots=slots, seed=solution.seed, groups=groups)
+    return emit_design(instance.operators, tiled, depths, out_dir, slots=slots, seed=solution.seed, groups=groups,
+                       storage=storage, platform=instance.platform)

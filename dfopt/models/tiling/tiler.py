@@ -143,7 +143,7 @@ def _mover_plan(op, graph, tile: int) -> Plan:
     out_loops, out_names = _dims(out.shape, tile)
     plan = Plan(op.name, op.op, out.dtype, out_loops, {op.output: (out.shape, out_names)}, op.output,
                 tuple(op.inputs), point_loops=[n for n in out_names if n],
-                max_lanes=math.prod(lp["step"] for lp in out_loops))
+                max_lanes=min(math.prod(lp["step"] for lp in out_loops), costs.mover_lanes(out.dtype, 1 << 30)))
     plan.attrs["input_loops"] = in_loops
     plan.attrs["input_names"] = in_names
     return plan
@@ -168,11 +168,22 @@ def _cost(plan: Plan, graph) -> costs.KernelCost:
     tile_elems = math.prod(lp["step"] for lp in plan.loops)
     if plan.op in ROW_OPS:
         row = plan.attrs["row"]
-        return costs.row_cost(plan.op, plan.dtype, tile_elems * row, tile_elems * row, plan.lanes)
+        return costs.row_cost(plan.op, plan.dtype, tile_elems * row, tile_elems * row, plan.lanes, row=row)
     if plan.op in MOVERS:
         total = math.prod(graph.tensors[plan.output].shape)
         return costs.mover_cost(plan.op, plan.dtype, total, tile_elems, plan.lanes)
-    return costs.elementwise_cost(plan.op, plan.dtype, tile_elems, len(plan.inputs), plan.lanes)
+    return costs.elementwise_cost(plan.op, plan.dtype, tile_elems, len(plan.inputs), plan.lanes,
+                                  period=_broadcast_period(plan, graph))
+
+
+def _broadcast_period(plan: Plan, graph) -> int | None:
+    """Elements of a broadcast operand's tile (a vector along the output's last dimensions)."""
+    rank = len(graph.tensors[plan.output].shape)
+    for t in plan.inputs:
+        shape = graph.tensors[t].shape
+        if plan.op in ("add", "mul") and len(shape) < rank:
+            return math.prod(lp["step"] for lp in plan.loops[rank - len(shape):])
+    return None
 
 
 def _tokens(plan: Plan) -> int:
