@@ -225,7 +225,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 def _emit_line(problem: str, out_dir: str, written) -> str:
     if problem == "mapping":
         return f"  MLIR-AIE written to {written['custom']} and {written['generic']}"
-    return f"  HLS C++ written to {out_dir}; run: make -C {out_dir} csim"
+    return (f"  HLS C++ written to {out_dir}; run: make -C {out_dir} csim (threaded), csim-vitis "
+            "(Vitis's hls_stream.h), hls, xclbin (docs/hls.md)")
 
 
 def _split(text):

@@ -2,7 +2,9 @@
 
 The C++ lives in tests/hls_runtime/: ``scenarios.cpp`` (one binary, the scenario chosen by its
 first argument, a FIFO depth by its second) and ``vitis_pipeline.cpp`` (a top that uses only
-what Vitis's own ``hls::stream`` has). The binaries are built once per module, in parallel.
+what Vitis's own ``hls::stream`` has, built against dfopt's threaded runtime and against AMD's csim
+model of ``hls_stream.h`` from the tools folder). The binaries are built once per module, in
+parallel.
 Exit codes: 3 deadlock, 4 leftover tokens, 5 misuse (dfopt.codegen.hls.EXIT_*).
 """
 
@@ -24,8 +26,10 @@ from dfopt.codegen.hls import (
     EXIT_LEFTOVER,
     EXIT_MISUSE,
     SIM_CXXFLAGS,
+    VITIS_CXXFLAGS,
     include_dir,
 )
+from tools import tool
 
 CXX = shutil.which("g++")
 pytestmark = [pytest.mark.skipif(CXX is None, reason="g++ not found: the HLS runtime tests "
@@ -46,17 +50,9 @@ def builds(tmp_path_factory) -> Iterator[dict[str, tuple[Path, Future]]]:
     """Every binary of the module, compiling in the background: name -> (path, future)."""
     tmp = tmp_path_factory.mktemp("hls_runtime")
     inc = str(include_dir())
-    # a Vitis-like setup: only dfopt_dataflow.h next to the source, Vitis's hls_stream.h
-    # (here a stand-in with unbounded FIFOs) on the include path
-    vitis_src = tmp / "vitis_src"
-    vitis_src.mkdir()
-    shutil.copy(include_dir() / "dfopt_dataflow.h", vitis_src)
-    shutil.copy(SRC / "vitis_pipeline.cpp", vitis_src)
     jobs = {
         "scenarios": [CXX, *STRICT, "-I", inc, str(SRC / "scenarios.cpp")],
         "pipeline_sim": [CXX, *STRICT, "-I", inc, str(SRC / "vitis_pipeline.cpp")],
-        "pipeline_vitis": [CXX, *STRICT, "-I", str(SRC / "fake_vitis"),
-                           str(vitis_src / "vitis_pipeline.cpp")],
     }
     pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
     out = {name: (tmp / name, pool.submit(_compile, [*cmd, "-o", str(tmp / name)]))
@@ -214,16 +210,30 @@ def test_same_source_runs_concurrently_with_dfopt_headers(builds):
     assert (res.returncode, res.stdout, res.stderr) == (0, "bad=0\n", "")
 
 
-def test_same_source_falls_back_to_sequential_calls_with_vitis_hls_stream(builds):
-    res = run(builds, "pipeline_vitis")
-    assert (res.returncode, res.stdout, res.stderr) == (0, "bad=0\n", "")
+def test_same_source_runs_sequentially_with_amds_hls_stream(tmp_path):
+    # Vitis csim: AMD's model of hls_stream.h on the include path, no -DDFOPT_THREADED_CSIM
+    vitis = tool("vitis-stream")
+    exe = tmp_path / "pipeline_vitis"
+    res = _compile([CXX, *VITIS_CXXFLAGS, "-Wextra", "-Werror", "-isystem", str(vitis), "-I", str(include_dir()),
+                    str(SRC / "vitis_pipeline.cpp"), "-o", str(exe)])
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
+    assert (res.returncode, res.stdout.splitlines()[0]) == (0, "bad=0")
+    assert "read while empty" not in res.stdout + res.stderr
+    assert "maximum depth reached by any hls::stream() instance in the design is 64" in res.stdout
+
+
+def test_the_threaded_header_does_not_shadow_vitis():
+    assert not (include_dir() / "hls_stream.h").exists()
+    text = (include_dir() / "dfopt_stream.h").read_text()
+    assert "include_next" not in text
 
 
 def test_synthesis_view_is_the_canonical_dataflow_form():
     # preprocessing only (no synthesis): with __SYNTHESIS__ the macros leave the plain calls
-    res = subprocess.run([CXX, "-std=c++17", "-E", "-P", "-D__SYNTHESIS__", "-I",
-                          str(include_dir()), "-I", str(SRC / "fake_vitis"),
-                          str(SRC / "vitis_pipeline.cpp")],
+    vitis = tool("vitis-stream")
+    res = subprocess.run([CXX, "-std=c++14", "-E", "-P", "-D__SYNTHESIS__", "-I", str(vitis), "-I",
+                          str(include_dir()), str(SRC / "vitis_pipeline.cpp")],
                          capture_output=True, text=True, timeout=60, check=False)
     assert res.returncode == 0, res.stderr
     top = res.stdout[res.stdout.index("void top("):]

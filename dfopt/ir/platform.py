@@ -35,8 +35,11 @@ class Link:
 
 @dataclass
 class Platform:
-    """A target. FPGA: ``slots``, ``links``, ``memory`` (block geometries), ``onchip_bytes``.
-    NPU: ``npu`` holds the tile grid, per-tile memory and DMA channels."""
+    """A target. FPGA: ``slots``, ``links``, ``memory`` (block geometries), ``onchip_bytes``, and
+    ``build`` for the Vitis flow: ``part``, ``vitis_platform``, ``clock_mhz``, the external memory
+    ``banks`` (``[{"name": "HBM", "count": 32}, ...]``, Vitis's ``HBM[i]`` / ``DDR[i]``) and
+    ``max_interfaces_per_bank``. NPU: ``npu`` holds the tile grid, per-tile memory and DMA
+    channels."""
 
     name: str
     kind: str  # fpga | npu
@@ -46,6 +49,7 @@ class Platform:
     memory: dict = field(default_factory=dict)
     npu: dict = field(default_factory=dict)
     source: str = ""
+    build: dict = field(default_factory=dict)
 
     def slot(self, name: str) -> Slot:
         for s in self.slots:
@@ -68,6 +72,7 @@ class Platform:
             memory=dict(d.get("memory", {})),
             npu=dict(d.get("npu", {})),
             source=d.get("source", ""),
+            build=dict(d.get("build", {})),
         )
 
     def to_dict(self) -> dict:
@@ -85,6 +90,8 @@ class Platform:
             out["npu"] = self.npu
         if self.source:
             out["source"] = self.source
+        if self.build:
+            out["build"] = self.build
         return out
 
 

@@ -1,6 +1,6 @@
 // A generated-style dataflow top with its testbench, using only what Vitis's own hls::stream
 // has. tests/test_hls_runtime.py builds it against dfopt's headers (concurrent, bounded FIFOs)
-// and against a stand-in for Vitis's hls_stream.h (the macros become plain sequential calls).
+// and against AMD's csim model of hls_stream.h (the macros become plain sequential calls).
 #include <cstdio>
 
 #include "dfopt_dataflow.h"

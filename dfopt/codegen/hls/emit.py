@@ -39,12 +39,14 @@ the whole design as one dataflow region.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 import shutil
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,20 +55,25 @@ import numpy as np
 from dfopt import reference
 from dfopt.codegen.hls import include_dir
 from dfopt.codegen.hls import kernels as K
-from dfopt.codegen.hls.kernels import CTYPES, Port, tile_struct
+from dfopt.codegen.hls.build import assign_banks, build_of, floorplan_tcl, link_cfg, makefile, run_hls_tcl
+from dfopt.codegen.hls.kernels import CTYPES, Port
+from dfopt.codegen.hls.region import Process, canonical_order, check_canonical
 from dfopt.errors import CodegenError
+from dfopt.ir.channel import CHANNEL_BITS_MAX, channel, stream_vector
 from dfopt.ir.converter import same_stream
+from dfopt.ir.itensor import DTYPE_BITS
 
 if TYPE_CHECKING:
     from dfopt.io import StrPath
     from dfopt.ir.graph import DataflowGraph
     from dfopt.ir.opgraph import OpGraph
+    from dfopt.ir.platform import Platform
 
 COMPUTE = {"matmul": K.matmul, "add": K.elementwise, "mul": K.elementwise, "gelu": K.elementwise,
            "silu": K.elementwise, "relu": K.elementwise, "softmax": K.row_op,
            "layernorm": K.row_op, "rmsnorm": K.row_op}
 MOVERS = ("transpose", "reshape")
-HEADERS = ("hls_stream.h", "dfopt_dataflow.h", "dfopt_monitor.h")
+HEADERS = ("dfopt_stream.h", "dfopt_dataflow.h", "dfopt_monitor.h")
 _KEYWORDS = {"auto", "break", "case", "char", "class", "const", "continue", "default", "delete",
              "do", "double", "else", "enum", "float", "for", "if", "int", "long", "new", "return",
              "short", "signed", "static", "struct", "switch", "template", "this", "top", "typedef",
@@ -100,25 +107,49 @@ def check_dtypes(opgraph: OpGraph) -> None:
                                f"({supported})")
 
 
+@dataclass
+class Fifo:
+    """One ``hls::stream`` of a region: C variable, name, beat port, depth in beats and tokens."""
+
+    var: str
+    name: str
+    port: Port
+    depth: int                 # beats
+    depth_tokens: int
+    tokens: int
+    storage: str | None = None  # SRL / LUTRAM / BRAM / URAM (the memory stage's binding)
+    group: int = 0
+    kind: str = "stream"        # stream | ping-pong
+
+    @property
+    def element_bits(self) -> int:
+        return self.port.lanes * DTYPE_BITS[self.port.itype.dtype]
+
+
+STORAGE = {"register": "SRL", "lutram": "LUTRAM", "bram18": "BRAM", "uram": "URAM"}
+IMPL = {"SRL": "srl", "LUTRAM": "lutram", "BRAM": "bram", "URAM": "uram"}
+
+
 class _Design:
     """The processes and FIFOs of one top, derived from the graphs; :meth:`files` renders them."""
 
-    def __init__(self, opgraph, graph, depths: dict, groups: list | None = None):
+    def __init__(self, opgraph, graph, depths: dict, groups: list | None = None,
+                 storage: Mapping[str, str] | None = None):
         self.opgraph, self.graph = opgraph, graph
         self.depths = depths
+        self.storage = dict(storage or {})
         self.group_of = _group_of(graph, groups) if groups is not None else None
         self.n_groups = len(groups) if groups is not None else 0
-        self.call_group: list[int] = []                    # group of each call (with groups)
-        self.fifo_group: list[int] = []                    # group of each FIFO (with groups)
         self.drams: list[tuple[str, str, int, int, int]] = []  # (buffer, ctype, size, src g, dst g)
         self.dram_procs: list[str] = []
-        self.tiles: dict[str, str] = {}          # struct name -> C type
+        self.beats: dict[str, tuple[str, int]] = {}        # beat struct -> (C type, lanes)
         self.functions: list[list[str]] = []     # definitions
         self.decls: list[str] = []
-        self.calls: list[str] = []               # DFOPT_PROCESS arguments
-        self.fifos: list[tuple[str, str, str, int]] = []   # (var, name, tile, depth)
+        self.procs: list[Process] = []
+        self.fifos: list[Fifo] = []
         self.process_slot_of: dict[str, str] = {}          # function -> kernel whose slot it takes
         self.converters: list[str] = []
+        self.compute_cycles: dict[str, int] = {}
         self.tensor_of: dict[str, str | None] = {}
         for k in graph.kernels.values():
             self.tensor_of[k.name] = k.attrs.get("output", k.attrs.get("tensor"))
@@ -130,9 +161,10 @@ class _Design:
         self.in_tensor: dict[str, str | None] = {}       # consumer-side FIFO var -> tensor
         self.outs: dict[str, list] = {k: [] for k in graph.kernels}
         for s in graph.streams.values():
-            self._wire(s, _depth(depths, s.name), _depth(depths, s.name + "__cvt", s.name))
+            self._wire(s)
         for k in graph.kernels.values():
             self._kernel(k)
+        self._order()
         if self.group_of is not None:
             names = [ident(n) for n in list(opgraph.inputs) + list(opgraph.outputs)]
             self._unique(names + [buf for buf, *_ in self.drams], "top arguments and DRAM buffers")
@@ -145,57 +177,73 @@ class _Design:
                 raise CodegenError(f"two {what} map to the C name {n!r}; rename one of them")
             seen.add(n)
 
-    def _port(self, t) -> Port:
+    def _port(self, t, vector: int) -> Port:
         if t.dtype not in CTYPES:
             raise CodegenError(f"stream type {t}: dtype {t.dtype} cannot be emitted by the HLS "
                                f"target ({', '.join(CTYPES)})")
-        name = tile_struct(t.dtype, t.element_count)
-        self.tiles[name] = CTYPES[t.dtype]
-        return Port(name, t)
+        port = Port(t, channel(t.dtype, t.element_count, vector).lanes)
+        self._beat(port)
+        return port
 
-    def _wire(self, s, depth: int, cvt_depth: int) -> None:
+    def _beat(self, port: Port) -> None:
+        self.beats[port.beat] = (CTYPES[port.itype.dtype], port.lanes)
+
+    def _vector(self, kernel: str) -> int:
+        return int(self.graph.kernels[kernel].attrs.get("vector") or 1)
+
+    def _wire(self, s) -> None:
         if s.src_type is None or s.dst_type is None:
             raise CodegenError(f"stream {s.name}: needs src_type and dst_type (itensor types) to be "
                                "emitted; tile the graph with dfopt.models.tiling.tile_graph")
-        src, dst = self._port(s.src_type), self._port(s.dst_type)
+        # the channel the memory and placement stages counted (dfopt.ir.channel): the producer's
+        # vector on the producer's side; a converter's or a DRAM reader's output, the consumer's
+        src = self._port(s.src_type, stream_vector(self.graph, s))
+        dst = self._port(s.dst_type, self._vector(s.dst))
         var = self.var[s.name]
-        self._fifo((var, s.name, src.tile, depth), s.src)
+        self._fifo(var, s.name, src, s.tokens, s.src, self._depth_tokens(s.name))
         self.outs[s.src].append((var, src))
         if self.group_of is not None and self.group_of[s.src] != self.group_of[s.dst]:
-            self._cut(s, var, src, dst, _depth(self.depths, s.name + "__rd", s.name))
+            self._cut(s, var, src, dst)
             return
         if same_stream(s.src_type, s.dst_type):
-            self.ins[s.dst].append((var, dst))
+            self.ins[s.dst].append((var, src))
             self.in_tensor[var] = self.tensor_of[s.src]
             return
         fn, out_var, pp_var = "cvt_" + ident(s.name), var + "__cvt", var + "__pp"
-        half = K.tile_struct(s.src_type.dtype, K.converter_buffer_elements(src, dst))
-        self.tiles[half] = CTYPES[s.src_type.dtype]
-        buf = Port(half, s.src_type)
-        self._fifo((pp_var, s.name + "__pp", half, 2), s.dst)          # the ping-pong pair
-        self._fifo((out_var, s.name + "__cvt", dst.tile, cvt_depth), s.dst)
-        fill, drain = K.converter(fn, src, dst, buf)
+        pp = K.pp_port(src, dst)
+        self._beat(pp)
+        half_beats = -(-K.converter_buffer(s.src_type, s.dst_type).elements // pp.lanes)
+        # the ping-pong pair: up to two buffer halves in flight between fill and drain
+        self._fifo(pp_var, s.name + "__pp", pp, 2, s.dst, 2, beats=half_beats, kind="ping-pong")
+        self._fifo(out_var, s.name + "__cvt", dst, s.dst_type.tokens, s.dst,
+                   self._depth_tokens(s.name + "__cvt", s.name))
+        fill, drain = K.converter(fn, src, dst, pp)
         self.functions += [fill, drain]
         self.decls += [fill[0][:-2] + ";", drain[0][:-2] + ";"]
-        self._call(f"{fn}_fill({var}, {pp_var})", s.dst)
-        self._call(f"{fn}_drain({pp_var}, {out_var})", s.dst)
-        for part in ("_fill", "_drain"):
-            self.process_slot_of[fn + part] = s.dst
-            self.converters.append(fn + part)
+        self._call(f"{fn}_fill", f"{fn}_fill({var}, {pp_var})", (var,), (pp_var,), s.dst)
+        self._call(f"{fn}_drain", f"{fn}_drain({pp_var}, {out_var})", (pp_var,), (out_var,), s.dst)
+        self.converters += [fn + "_fill", fn + "_drain"]
         self.ins[s.dst].append((out_var, dst))
         self.in_tensor[out_var] = self.tensor_of[s.src]
 
-    def _fifo(self, fifo: tuple, kernel: str) -> None:
-        self.fifos.append(fifo)
-        if self.group_of is not None:
-            self.fifo_group.append(self.group_of[kernel])
+    def _depth_tokens(self, name: str, fallback: str | None = None) -> int:
+        value = self.depths.get(name, self.depths.get(fallback, 2) if fallback else 2)
+        return max(1, int(value))
 
-    def _call(self, call: str, kernel: str) -> None:
-        self.calls.append(call)
-        if self.group_of is not None:
-            self.call_group.append(self.group_of[kernel])
+    def _fifo(self, var: str, name: str, port: Port, tokens: int, kernel: str, depth_tokens: int,
+              beats: int | None = None, kind: str = "stream") -> None:
+        per = port.beats if beats is None else beats
+        storage = STORAGE.get(self.storage.get(name, ""), None)
+        group = self.group_of[kernel] if self.group_of is not None else 0
+        self.fifos.append(Fifo(var, name, port, max(2, depth_tokens * per), depth_tokens, tokens * per,
+                               storage, group, kind))
 
-    def _cut(self, s, var: str, src: Port, dst: Port, rd_depth: int) -> None:
+    def _call(self, fn: str, call: str, reads: tuple, writes: tuple, kernel: str) -> None:
+        group = self.group_of[kernel] if self.group_of is not None else 0
+        self.procs.append(Process(fn, call, tuple(reads), tuple(writes), kernel, group))
+        self.process_slot_of[fn] = kernel
+
+    def _cut(self, s, var: str, src: Port, dst: Port) -> None:
         """A stream between two groups: the producer's group stores its tokens (``src_type``
         order) into the DRAM buffer ``dram_<s>`` (row-major, the whole tensor); the consumer's
         group reads them back in ``dst_type`` order (re-read tiles included)."""
@@ -203,14 +251,14 @@ class _Design:
         ctype = CTYPES[s.src_type.dtype]
         buf, wr, rd = "dram_" + ident(s.name), "wr_" + ident(s.name), "rd_" + ident(s.name)
         rd_var = var + "__rd"
-        self._fifo((rd_var, s.name + "__rd", dst.tile, rd_depth), s.dst)
+        self._fifo(rd_var, s.name + "__rd", dst, s.dst_type.tokens, s.dst,
+                   self._depth_tokens(s.name + "__rd", s.name))
         self.functions.append(K.dma_out(wr, src, ctype))
         self.decls.append(K.signature(wr, [src], [], f"{ctype}* mem") + ";")
-        self._call(f"{wr}({var}, {buf})", s.src)
+        self._call(wr, f"{wr}({var}, {buf})", (var,), (), s.src)
         self.functions.append(K.dma_in(rd, [dst], ctype))
         self.decls.append(K.signature(rd, [], [dst], f"const {ctype}* mem", mem_first=True) + ";")
-        self._call(f"{rd}({buf}, {rd_var})", s.dst)
-        self.process_slot_of[wr], self.process_slot_of[rd] = s.src, s.dst
+        self._call(rd, f"{rd}({buf}, {rd_var})", (), (rd_var,), s.dst)
         self.dram_procs += [wr, rd]
         self.drams.append((buf, ctype, math.prod(int(n) for n in s.src_type.shape),
                            self.group_of[s.src], self.group_of[s.dst]))
@@ -223,6 +271,7 @@ class _Design:
         if k.op != "dma_in" and k.op != "dma_out":
             ins = self._order_inputs(k, ins)
         in_ports, out_ports = [p for _, p in ins], [p for _, p in outs]
+        reads, writes = tuple(v for v, _ in ins), tuple(v for v, _ in outs)
         args = [v for v, _ in ins] + [v for v, _ in outs]
         if k.op == "dma_in":
             self._need(k, ins=0, outs=1)
@@ -249,8 +298,9 @@ class _Design:
             decl = K.signature(fn, in_ports, out_ports)
         self.functions.append(lines)
         self.decls.append(decl + ";")
-        self._call(f"{fn}({', '.join(args)})", k.name)
-        self.process_slot_of[fn] = k.name
+        self._call(fn, f"{fn}({', '.join(args)})", reads, writes, k.name)
+        if k.op not in ("dma_in", "dma_out") and k.ii is not None:
+            self.compute_cycles[fn] = int(k.ii)
 
     def _op(self, k):
         try:
@@ -279,31 +329,47 @@ class _Design:
             raise CodegenError(f"kernel {k.name} ({k.op}): has {n_in} input and {n_out} output "
                                f"stream(s); expected {ins} input(s) and at least {outs} output(s)")
 
+    def _order(self) -> None:
+        """Every region's processes in canonical order (producers first), checked."""
+        ordered = []
+        for g in range(max(1, self.n_groups)):
+            procs = canonical_order([p for p in self.procs if p.group == g])
+            check_canonical(self.region_name(g), procs, [f.var for f in self.fifos if f.group == g])
+            ordered += procs
+        self.procs = ordered
+
+    def region_name(self, g: int) -> str:
+        return f"group_{g}" if self.group_of is not None else "top"
+
     # -- files ------------------------------------------------------------------------------
     def kernels_h(self) -> str:
-        lines = ["// Generated by dfopt: tile structs and dataflow processes.", "#pragma once",
-                 "#include <hls_stream.h>", ""]
-        for name, ctype in sorted(self.tiles.items()):
-            n = int(name.rsplit("_", 1)[1])
-            lines.append(f"struct {name} {{ {ctype} data[{n}]; }};")
+        lines = ["// Generated by dfopt: beat structs (one stream element: at most one 512-bit beat)",
+                 "// and the dataflow processes.", "#pragma once", '#include "dfopt_dataflow.h"', ""]
+        for name, (ctype, lanes) in sorted(self.beats.items()):
+            lines += [f"struct {name} {{ {ctype} data[{lanes}]; }};",
+                      f'static_assert(sizeof({name}) * 8 <= 512, "{name}: a stream element above 512 bits");']
         return "\n".join(lines + ["", *self.decls, ""])
 
     def kernels_cpp(self) -> str:
-        lines = ["// Generated by dfopt: one function per kernel and per layout converter.",
-                 "#include <cmath>", '#include "kernels.h"', ""]
+        lines = ["// Generated by dfopt: one function per kernel, DMA and layout-converter half.",
+                 "#include <cmath>", "#include <limits>", '#include "kernels.h"', ""]
         for fn in self.functions:
             lines += fn + [""]
         return "\n".join(lines)
 
-    def top_params(self) -> list[str]:
+    def top_ports(self) -> list[tuple[str, str]]:
+        """(C parameter, port name) of ``top``: graph inputs, outputs, then the DRAM buffers."""
         params = []
         for name in self.opgraph.inputs:
-            params.append(f"const {CTYPES[self.opgraph.tensors[name].dtype]}* {ident(name)}")
+            params.append((f"const {CTYPES[self.opgraph.tensors[name].dtype]}* {ident(name)}", ident(name)))
         for name in self.opgraph.outputs:
-            params.append(f"{CTYPES[self.opgraph.tensors[name].dtype]}* {ident(name)}")
+            params.append((f"{CTYPES[self.opgraph.tensors[name].dtype]}* {ident(name)}", ident(name)))
         for buf, ctype, *_ in self.drams:        # DRAM buffers of streams cut between groups
-            params.append(f"{ctype}* {buf}")
+            params.append((f"{ctype}* {buf}", buf))
         return params
+
+    def top_params(self) -> list[str]:
+        return [p for p, _ in self.top_ports()]
 
     def group_params(self, g: int) -> list[tuple[str, str]]:
         """(C parameter, argument) of group ``g``: the graph tensors its DMA kernels touch (in
@@ -320,56 +386,78 @@ class _Design:
                 out.append((f"const {ctype}* {buf}", buf))
         return out
 
-    def _region(self, name: str, fifos: list, calls: list) -> list[str]:
+    def _region(self, name: str, g: int) -> list[str]:
         lines = ["#pragma HLS dataflow", f'  DFOPT_DATAFLOW_BEGIN("{name}");']
-        for var, fname, tile, depth in fifos:
-            lines += [f'  hls::stream<{tile}> {var}("{fname}");',
-                      f"#pragma HLS stream variable={var} depth={depth}",
-                      f"  DFOPT_STREAM_DEPTH({var}, {depth});"]
-        lines += [f"  DFOPT_PROCESS({call});" for call in calls]
+        for f in self.fifos:
+            if f.group != g:
+                continue
+            note = f"  // {f.depth_tokens} token(s) x {f.depth // max(1, f.depth_tokens)} beat(s)" \
+                if f.kind == "stream" else "  // ping-pong: two buffer halves"
+            lines += [f'  hls::stream<{f.port.beat}> {f.var}("{f.name}");',
+                      f"#pragma HLS stream variable={f.var} depth={f.depth}"]
+            if f.storage:
+                lines.append(f"#pragma HLS bind_storage variable={f.var} type=fifo impl={IMPL[f.storage]}")
+            lines.append(f"  DFOPT_STREAM_DEPTH({f.var}, {f.depth});{note}")
+        lines += [f"  DFOPT_PROCESS({p.call});" for p in self.procs if p.group == g]
         return lines + ["  DFOPT_DATAFLOW_END();"]
 
-    def grouped_top_cpp(self) -> str:
+    def _interfaces(self) -> list[str]:
+        lines = []
+        for _, port in self.top_ports():
+            lines.append(f"#pragma HLS interface m_axi port={port} offset=slave bundle=gmem_{port}")
+        lines.append("#pragma HLS interface s_axilite port=return")
+        return lines
+
+    def top_cpp(self) -> str:
+        head = ['#include "dfopt_dataflow.h"', '#include "kernels.h"', '#include "top.h"', ""]
+        if self.group_of is None:
+            lines = ["// Generated by dfopt: the dataflow top, processes in canonical order.", *head,
+                     f"void top({', '.join(self.top_params())}) {{", *self._interfaces(),
+                     *self._region("top", 0), "}", ""]
+            return "\n".join(lines)
         lines = ["// Generated by dfopt: one dataflow function per fused group, run in order by top;",
-                 "// a stream between groups goes through a DRAM buffer (the whole tensor, row-major).",
-                 '#include "dfopt_dataflow.h"', '#include "kernels.h"', '#include "top.h"', ""]
+                 "// a stream between groups goes through a DRAM buffer (the whole tensor, row-major).", *head]
         calls = []
         for g in range(self.n_groups):
             params = self.group_params(g)
             lines.append(f"void group_{g}({', '.join(p for p, _ in params)}) {{")
-            for _, arg in params:
-                lines.append(f"#pragma HLS interface m_axi port={arg} offset=slave bundle=gmem_{arg}")
-            fifos = [f for f, fg in zip(self.fifos, self.fifo_group) if fg == g]
-            procs = [c for c, cg in zip(self.calls, self.call_group) if cg == g]
-            lines += self._region(f"group_{g}", fifos, procs) + ["}", ""]
+            lines += self._region(f"group_{g}", g) + ["}", ""]
             calls.append(f"  group_{g}({', '.join(a for _, a in params)});")
         lines.append(f"void top({', '.join(self.top_params())}) {{")
-        for name in list(self.opgraph.inputs) + list(self.opgraph.outputs):
-            lines.append(f"#pragma HLS interface m_axi port={ident(name)} offset=slave bundle=gmem_{ident(name)}")
+        lines += self._interfaces()
         for buf, _, size, gs, gd in self.drams:
-            lines.append(f"#pragma HLS interface m_axi port={buf} offset=slave bundle=gmem_{buf}"
-                         f"  // {size} values, group {gs} -> group {gd}")
+            lines.append(f"  // {buf}: {size} values, group {gs} -> group {gd}")
         return "\n".join(lines + calls + ["}", ""])
-
-    def top_cpp(self) -> str:
-        if self.group_of is not None:
-            return self.grouped_top_cpp()
-        lines = ["// Generated by dfopt: the dataflow top.", '#include "dfopt_dataflow.h"',
-                 '#include "kernels.h"', '#include "top.h"', "",
-                 f"void top({', '.join(self.top_params())}) {{"]
-        for name in list(self.opgraph.inputs) + list(self.opgraph.outputs):
-            lines.append(f"#pragma HLS interface m_axi port={ident(name)} offset=slave bundle=gmem_{ident(name)}")
-        lines += ["#pragma HLS dataflow", '  DFOPT_DATAFLOW_BEGIN("top");']
-        for var, name, tile, depth in self.fifos:
-            lines += [f'  hls::stream<{tile}> {var}("{name}");',
-                      f"#pragma HLS stream variable={var} depth={depth}",
-                      f"  DFOPT_STREAM_DEPTH({var}, {depth});"]
-        lines += [f"  DFOPT_PROCESS({call});" for call in self.calls]
-        lines += ["  DFOPT_DATAFLOW_END();", "}", ""]
-        return "\n".join(lines)
 
     def top_h(self) -> str:
         return "\n".join(["#pragma once", f"void top({', '.join(self.top_params())});", ""])
+
+    def manifest(self, slots: Mapping[str, str], bank_of: Mapping[str, str], build: Mapping) -> dict:
+        writer = {v: p.name for p in self.procs for v in p.writes}
+        reader = {v: p.name for p in self.procs for v in p.reads}
+        procs = [{"name": p.name, "function": p.name, "kernel": p.kernel, "slr": slots.get(p.kernel),
+                  "region": self.region_name(p.group), "order": i,
+                  "role": ("converter" if p.name in self.converters else
+                           "dram" if p.name in self.dram_procs else self.graph.kernels[p.kernel].op)}
+                 for i, p in enumerate(self.procs)]
+        for d in procs:
+            if d["name"] in self.compute_cycles:
+                d["model_ii"] = self.compute_cycles[d["name"]]
+        streams = [{"name": f.name, "var": f.var, "src": writer.get(f.var), "dst": reader.get(f.var),
+                    "region": self.region_name(f.group), "kind": f.kind, "dtype": f.port.itype.dtype,
+                    "lanes": f.port.lanes, "element_bits": f.element_bits,
+                    "beats_per_token": f.depth // max(1, f.depth_tokens) if f.kind == "stream" else None,
+                    "tokens": f.tokens, "depth": f.depth, "depth_tokens": f.depth_tokens,
+                    "storage": f.storage} for f in self.fifos]
+        m_axi = [{"bundle": f"gmem_{port}", "port": port, "bank": bank_of.get(port),
+                  "direction": "in" if param.startswith("const ") else "out"}
+                 for param, port in self.top_ports()]
+        return {"format": "dfopt-hls-design/1", "top": "top", "platform": build.get("platform"),
+                "part": build.get("part"), "depth_unit": "beats", "channel_bits_max": CHANNEL_BITS_MAX,
+                "note": ("a stream element is one beat of at most 512 bits; a token (tile) is "
+                         "beats_per_token beats in its row-major element order, as the memory and "
+                         "placement stages count (dfopt.ir.channel); depth is in beats"),
+                "processes": procs, "streams": streams, "m_axi": m_axi}
 
 
 TB_PRELUDE = r"""// Generated by dfopt: host test bench (exit 0: outputs match the NumPy reference).
@@ -462,39 +550,12 @@ CSIM_CPP = """\
 #include "tb.cpp"
 """
 
-MAKEFILE = """\
-# Generated by dfopt. `make csim`: build and run the software simulation (exit 0: outputs match;
-# 1: mismatch; 2: missing data; 3: deadlock; 4: leftover tokens). `make build`: only build ./csim.
-# csim.cpp includes kernels.cpp, top.cpp and tb.cpp: one translation unit compiles faster.
-CXX ?= g++
-CXXFLAGS ?= -std=c++17 -O2 -pthread -Wno-unknown-pragmas
-SRCS = csim.cpp
-
-.PHONY: csim build clean
-build:
-\t$(CXX) $(CXXFLAGS) -Iinclude $(SRCS) -o csim
-
-csim: build
-\t./csim
-
-clean:
-\trm -f csim data/*.out.bin
-"""
-
-
 def _floorplan(design: _Design, slots: dict) -> str:
     unknown = sorted(set(slots) - set(design.graph.kernels))
     if unknown:
         raise CodegenError(f"slots name unknown kernel {unknown[0]!r}; kernels: "
                            f"{', '.join(design.graph.kernels)}")
-    lines = ["# Generated by dfopt: SLR assignment of the dataflow processes of top (Vivado",
-             "# USER_SLR_ASSIGNMENT on the instance Vitis names <function>_U0; converters follow",
-             "# their consumer). Source it in the Vivado implementation (pre-place) step."]
-    for fn, kernel in design.process_slot_of.items():
-        if kernel in slots:
-            lines.append(f"set_property USER_SLR_ASSIGNMENT {slots[kernel]} "
-                         f'[get_cells -hierarchical -filter {{NAME =~ "*/{fn}_U0"}}]')
-    return "\n".join(lines) + "\n"
+    return floorplan_tcl({fn: slots[k] for fn, k in design.process_slot_of.items() if k in slots})
 
 
 def _write_data(opgraph, data_dir: Path, seed: int) -> None:
@@ -558,20 +619,46 @@ def design_depths(fused_graph: DataflowGraph, fifo_depths: Mapping[str, int]) ->
     return out
 
 
+def design_storage(fused_graph: DataflowGraph, binding: Mapping[str, str]) -> dict:
+    """Memory kind of every emitted FIFO from the memory stage's binding of the fused design
+    (keys ``fifo.<stream>``), on the emitted names as :func:`design_depths` maps them."""
+    kinds = {key[len("fifo."):]: kind for key, kind in binding.items() if key.startswith("fifo.")}
+    out = dict(kinds)
+    for k in fused_graph.kernels.values():
+        s = k.attrs.get("stream")
+        if s is None:
+            continue
+        if k.op == "converter":
+            for src, dst in ((f"{s}_in", s), (f"{s}_out", s + "__cvt")):
+                if src in kinds:
+                    out[dst] = kinds[src]
+        elif k.op == "dma_out" and f"{s}_dram_w" in kinds:
+            out[s] = kinds[f"{s}_dram_w"]
+        elif k.op == "dma_in" and f"{s}_dram_r" in kinds:
+            out[s + "__rd"] = kinds[f"{s}_dram_r"]
+    return out
+
+
 def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out_dir: StrPath,
-                slots: dict | None = None, seed: int = 0, groups: list[list[str]] | None = None) -> dict:
+                slots: dict | None = None, seed: int = 0, groups: list[list[str]] | None = None,
+                storage: Mapping[str, str] | None = None, platform: Platform | None = None) -> dict:
     """Write the HLS C++ project of ``graph`` (tiled from ``opgraph`` by
     :func:`dfopt.models.tiling.tiler.tile_graph`) into ``out_dir``; see the module docstring.
 
-    ``depths`` maps stream names to FIFO depths (at least 2 is emitted; absent: 2); ``slots``
-    maps kernel names to SLR names for ``floorplan.tcl``. ``groups`` (kernel names per fused
-    group, each group reading only from groups before it) emits one dataflow function
-    ``group_<i>`` per group, run one after another by ``top``; a stream between two groups goes
-    through a DRAM buffer (FIFOs ``s`` and ``s__rd``, see the module docstring). The folder is built next to
-    ``out_dir`` and renamed into place at the end (an existing ``out_dir`` is replaced), so a
-    failed emission leaves no partial folder. Raises :class:`CodegenError` for a dtype other
-    than f32 / f64, an op kind or stream it cannot express. Returns a summary: ``out_dir``,
-    ``files``, ``kernels`` (process functions), ``converters``, ``streams`` (FIFO name -> depth).
+    ``depths`` maps stream names to FIFO depths in tokens (absent: 2), emitted in beats (``depth
+    x beats per token``, at least 2); ``slots`` maps kernel names to SLR names for
+    ``floorplan.tcl``; ``storage`` maps FIFO names to the memory stage's kind (``register``,
+    ``lutram``, ``bram18``, ``uram``: a ``bind_storage`` pragma); ``platform`` gives the part, the
+    Vitis platform and the memory banks of ``run_hls.tcl`` and ``link.cfg`` (default: the U280
+    preset's). ``groups`` (kernel names per fused group, each group reading only from groups
+    before it) emits one dataflow function ``group_<i>`` per group, run one after another by
+    ``top``; a stream between two groups goes through a DRAM buffer (FIFOs ``s`` and ``s__rd``,
+    see the module docstring). The folder is built next to ``out_dir`` and renamed into place at
+    the end (an existing ``out_dir`` is replaced), so a failed emission leaves no partial folder.
+    Raises :class:`CodegenError` for a dtype other than f32 / f64, an op kind or stream it cannot
+    express, a region it cannot put in canonical order, ports that do not fit the memory banks.
+    Returns a summary: ``out_dir``, ``files``, ``kernels`` (process functions), ``converters``,
+    ``streams`` (FIFO name -> depth in beats), ``manifest`` (the contents of ``design.json``).
 
     >>> from dfopt.ir.opgraph import OpGraph
     >>> from dfopt.models.tiling.tiler import tile_graph
@@ -582,17 +669,25 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
     >>> summary = emit_design(g, tile_graph(g, 4), {}, out)
     >>> summary["kernels"], sorted(summary["streams"].items())
     (['k_r', 'k_x_in', 'k_y_out'], [('x__r', 2), ('y__y_out', 2)])
+    >>> [p["name"] for p in summary["manifest"]["processes"]]
+    ['k_x_in', 'k_r', 'k_y_out']
     """
     check_dtypes(opgraph)
-    design = _Design(opgraph, graph, dict(depths or {}), groups)
+    build = build_of(platform)
+    design = _Design(opgraph, graph, dict(depths or {}), groups, storage)
     floorplan = _floorplan(design, slots) if slots else None
+    ports = [port for _, port in design.top_ports()]
+    bank_of = assign_banks(ports, build)
+    manifest = design.manifest(slots or {}, bank_of, build)
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
         files = {"kernels.h": design.kernels_h(), "kernels.cpp": design.kernels_cpp(),
                  "top.h": design.top_h(), "top.cpp": design.top_cpp(), "tb.cpp": _tb_cpp(opgraph, design.drams),
-                 "csim.cpp": CSIM_CPP, "Makefile": MAKEFILE}
+                 "csim.cpp": CSIM_CPP, "Makefile": makefile(build, floorplan is not None),
+                 "run_hls.tcl": run_hls_tcl(build, floorplan is not None), "link.cfg": link_cfg(bank_of, build),
+                 "design.json": json.dumps(manifest, indent=1) + "\n"}
         if floorplan is not None:
             files["floorplan.tcl"] = floorplan
         for name, text in files.items():
@@ -612,8 +707,9 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
                "kernels": sorted(fn for fn in design.process_slot_of
                                  if fn not in design.converters and fn not in design.dram_procs),
                "converters": list(design.converters),
-               "streams": {name: depth for _, name, _, depth in design.fifos},
-               "tokens": {s.name: s.tokens for s in graph.streams.values()}}
+               "streams": {f.name: f.depth for f in design.fifos},
+               "tokens": {s.name: s.tokens for s in graph.streams.values()},
+               "manifest": manifest}
     if groups is not None:
         summary["groups"] = [f"group_{g}" for g in range(design.n_groups)]
         summary["dram_buffers"] = {buf: size for buf, _, size, _, _ in design.drams}

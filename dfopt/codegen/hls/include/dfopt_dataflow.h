@@ -13,13 +13,17 @@
 //     DFOPT_DATAFLOW_END();
 //   }
 //
-// With g++ (dfopt's hls_stream.h first on the include path) DFOPT_DATAFLOW_END() starts one
-// thread per DFOPT_PROCESS call, waits for all of them, and then requires every FIFO of the
-// region to be empty. A deadlock (every live process blocked on a stream) ends the program with
-// exit code 3, tokens left in a FIFO of the region with exit code 4, an exception escaping a
-// process or a misuse of these macros with exit code 5; the message goes to stderr.
-// Under Vitis (__SYNTHESIS__, or Vitis's own hls_stream.h found first) the macros expand to the
-// plain calls `load(in, s0); store(s0, out);` and DFOPT_STREAM_DEPTH to nothing.
+// Two builds of the same source:
+// * `make csim` (g++ -std=c++14 -DDFOPT_THREADED_CSIM): streams come from dfopt_stream.h and
+//   DFOPT_DATAFLOW_END() starts one thread per DFOPT_PROCESS call, waits for all of them, and then
+//   requires every FIFO of the region to be empty. A deadlock (every live process blocked on a
+//   stream) ends the program with exit code 3, tokens left in a FIFO of the region with exit
+//   code 4, an exception escaping a process or a misuse of these macros with exit code 5; the
+//   message goes to stderr.
+// * every other build -- Vitis HLS (__SYNTHESIS__), Vitis csim, or g++ against AMD's csim model
+//   of hls_stream.h (`make csim-vitis`): streams come from Vitis's <hls_stream.h> and the macros
+//   expand to the plain calls `load(in, s0); store(s0, out);` in the order they are written (the
+//   canonical dataflow form: producers before consumers), DFOPT_STREAM_DEPTH to nothing.
 //
 // Without macros: dfopt::dataflow("top", {{"load", [&] { load(in, s0); }}, ...}).
 // Regions may follow one another and may nest (a process that runs a region).
@@ -27,9 +31,13 @@
 #ifndef DFOPT_DATAFLOW_H
 #define DFOPT_DATAFLOW_H
 
+#if defined(DFOPT_THREADED_CSIM) && !defined(__SYNTHESIS__)
+#include "dfopt_stream.h"
+#else
 #include <hls_stream.h>
+#endif
 
-#if defined(__SYNTHESIS__) || !defined(DFOPT_HLS_STREAM_SIM)
+#if !defined(DFOPT_HLS_STREAM_SIM)
 
 // -- Vitis: the canonical sequential form of a dataflow region ---------------------------------
 #define DFOPT_DATAFLOW_BEGIN(name)
@@ -81,7 +89,7 @@ namespace dfopt {
 struct Process {
   std::string name;
   std::function<void()> body;
-  template <class F, class = std::enable_if_t<std::is_invocable_v<F&>>>
+  template <class F, class = decltype(std::declval<F&>()())>
   Process(F&& f) : body(std::forward<F>(f)) {}
   template <class F>
   Process(std::string n, F&& f) : name(std::move(n)), body(std::forward<F>(f)) {}
@@ -114,7 +122,7 @@ inline void add_process(Region& r, std::string name, std::function<void()> body)
 }
 
 inline void run_process(Proc& p) {
-  tl_proc = &p;
+  tl_proc() = &p;
   try {
     p.body();
   } catch (const std::exception& e) {
@@ -125,7 +133,7 @@ inline void run_process(Proc& p) {
                                  " threw an exception\n");
   }
   monitor().process_exit(p);
-  tl_proc = nullptr;
+  tl_proc() = nullptr;
 }
 
 // Starts every process of `r` in its own thread, waits for all, checks the FIFOs are empty.
@@ -149,11 +157,11 @@ inline void run_region(Region& r) {
 }
 
 inline Region& open_region(const char* what) {
-  if (tl_open.empty()) {
+  if (tl_open().empty()) {
     fatal(exit_code::misuse, std::string("ERROR: ") + what +
                                  " outside DFOPT_DATAFLOW_BEGIN(...) ... DFOPT_DATAFLOW_END()\n");
   }
-  return *tl_open.back();
+  return *tl_open().back();
 }
 
 // DFOPT_DATAFLOW_BEGIN: opens a region on this thread until DFOPT_DATAFLOW_END runs it.
@@ -162,14 +170,14 @@ class RegionScope {
   explicit RegionScope(const char* name) {
     region_.id = monitor().new_id();
     region_.name = name;
-    tl_open.push_back(&region_);
+    tl_open().push_back(&region_);
   }
   RegionScope(const RegionScope&) = delete;
   RegionScope& operator=(const RegionScope&) = delete;
   ~RegionScope() {
     if (region_.started) return;
-    if (!tl_open.empty() && tl_open.back() == &region_) tl_open.pop_back();
-    if (std::uncaught_exceptions() == 0) {
+    if (!tl_open().empty() && tl_open().back() == &region_) tl_open().pop_back();
+    if (!std::uncaught_exception()) {
       fatal(exit_code::misuse, "ERROR: DFOPT_DATAFLOW_BEGIN(\"" + region_.name +
                                    "\") without DFOPT_DATAFLOW_END()\n");
     }
@@ -185,7 +193,7 @@ inline void add_call(const char* call, std::function<void()> body) {
 
 inline void end_open_region() {
   Region& r = open_region("DFOPT_DATAFLOW_END()");
-  tl_open.pop_back();
+  tl_open().pop_back();
   run_region(r);
 }
 

@@ -34,9 +34,9 @@
 namespace dfopt {
 
 namespace exit_code {
-inline constexpr int deadlock = 3;
-inline constexpr int leftover = 4;
-inline constexpr int misuse = 5;
+constexpr int deadlock = 3;
+constexpr int leftover = 4;
+constexpr int misuse = 5;
 }  // namespace exit_code
 
 namespace detail {
@@ -87,8 +87,8 @@ struct StreamInfo {
   std::string writer_name, reader_name;
 };
 
-inline thread_local Proc* tl_proc = nullptr;               // process run by this thread
-inline thread_local std::vector<Region*> tl_open;          // regions opened here, innermost last
+inline Proc*& tl_proc() { static thread_local Proc* p = nullptr; return p; }               // process run by this thread
+inline std::vector<Region*>& tl_open() { static thread_local std::vector<Region*> v; return v; }          // regions opened here, innermost last
 
 [[noreturn]] inline void fatal(int code, const std::string& message) {
   std::fputs(message.c_str(), stderr);
@@ -111,8 +111,8 @@ class Monitor {
   std::uint64_t add_stream(std::uint64_t id, const std::string* name,
                            const std::atomic<std::size_t>* count) {
     const Region* owner = nullptr;
-    if (!tl_open.empty()) owner = tl_open.back();
-    else if (tl_proc) owner = tl_proc->region;
+    if (!tl_open().empty()) owner = tl_open().back();
+    else if (tl_proc()) owner = tl_proc()->region;
     std::lock_guard<std::mutex> lk(mu);
     StreamInfo& info = streams_[id];
     info.name = name;
@@ -141,7 +141,7 @@ class Monitor {
   // First access of a stream by this thread (in the given direction): remember who uses it,
   // and refuse a second producer or consumer inside one region (Vitis requires one of each).
   void note_access(std::uint64_t id, bool write) {
-    Proc* p = tl_proc;
+    Proc* p = tl_proc();
     std::lock_guard<std::mutex> lk(mu);
     auto it = streams_.find(id);
     if (it == streams_.end()) return;
@@ -184,7 +184,7 @@ class Monitor {
   // -- regions ---------------------------------------------------------------------------------
   void start_region(Region& r) {
     std::lock_guard<std::mutex> lk(mu);
-    r.parent = tl_proc;
+    r.parent = tl_proc();
     if (r.parent) r.name = r.parent->region->name + "/" + r.name;
     r.remaining = static_cast<int>(r.procs.size());
     r.started = true;

@@ -1,4 +1,4 @@
-// hls_stream.h -- dfopt's hls::stream for software simulation with g++.
+// dfopt_stream.h -- dfopt's threaded hls::stream for software simulation with g++.
 //
 // Source-compatible with the subset of Vitis HLS's hls::stream that dfopt generates:
 //   hls::stream<T> s;  hls::stream<T> s("name");  hls::stream<T, DEPTH> s;
@@ -15,20 +15,17 @@
 // the Vitis default; a stream declared anywhere else -- the testbench's, bound to the top
 // function's stream arguments -- is unbounded, as the testbench side of a top-level stream is.
 //
-// Under Vitis synthesis (__SYNTHESIS__) this header forwards to Vitis's own hls_stream.h and
-// DFOPT_STREAM_DEPTH expands to nothing. Build: g++ -std=c++17 -pthread -I<this folder>.
+// The header is named so that it never shadows Vitis's own hls_stream.h: generated code includes
+// dfopt_dataflow.h, which includes this one only in a build with -DDFOPT_THREADED_CSIM (`make
+// csim`) and Vitis's <hls_stream.h> otherwise (`make csim-vitis`, Vitis HLS). C++14:
+// g++ -std=c++14 -pthread -DDFOPT_THREADED_CSIM -I<this folder>.
 
-#ifndef DFOPT_HLS_STREAM_H
-#define DFOPT_HLS_STREAM_H
+#ifndef DFOPT_STREAM_H
+#define DFOPT_STREAM_H
 
 #ifdef __SYNTHESIS__
-
-#include_next <hls_stream.h>
-#ifndef DFOPT_STREAM_DEPTH
-#define DFOPT_STREAM_DEPTH(s, n)
+#error "dfopt_stream.h is dfopt's software model of hls::stream; synthesis uses Vitis's hls_stream.h"
 #endif
-
-#else  // software simulation
 
 #define DFOPT_HLS_STREAM_SIM 1
 
@@ -99,7 +96,7 @@ class StreamCore {
 
   // All below: called with mu_ held through `lk`.
   void note(bool write) {
-    std::uint64_t me = tl_proc ? tl_proc->id : 0;
+    std::uint64_t me = tl_proc() ? tl_proc()->id : 0;
     std::uint64_t& last = write ? last_writer_ : last_reader_;
     if (last != me) {
       last = me;
@@ -141,7 +138,7 @@ class StreamCore {
 
   void wait(std::unique_lock<std::mutex>& lk, std::vector<Waiter*>& queue, bool write) {
     Waiter w;
-    w.proc = tl_proc;
+    w.proc = tl_proc();
     w.write = write;
     w.stream = &name_;
     w.depth = cap_;
@@ -253,5 +250,4 @@ inline std::size_t depth(const detail::StreamCore& s) { return s.depth(); }
 #define DFOPT_STREAM_DEPTH(s, n) ::dfopt::set_depth((s), (n))
 #endif
 
-#endif  // __SYNTHESIS__
-#endif  // DFOPT_HLS_STREAM_H
+#endif  // DFOPT_STREAM_H
