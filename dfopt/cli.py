@@ -203,7 +203,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         solution = driver.solve(instance, options)
     written = None
     if solution.ok and args.emit_dir:
-        written = problem.emit(instance, solution, args.emit_dir)
+        written = problem.emit(instance, solution, args.emit_dir, options=options)
     if args.output and (solution.ok or args.keep_failed):
         solution.rejected = not solution.ok
         write_json_atomic(args.output, solution.to_dict())

@@ -199,7 +199,7 @@ SPLIT_JOIN_GOLDEN = [
     "      aie.end",
     '    } {link_with = "softmax.o"}',
     "    %core_1_3 = aie.core(%tile_1_3) {",
-    "    aiex.runtime_sequence @sequence(%arg0: memref<16384xbf16>, %arg1: memref<16384xbf16>) {",
+    "    aie.runtime_sequence @sequence(%arg0: memref<16384xbf16>, %arg1: memref<16384xbf16>) {",
     "      aiex.npu.dma_memcpy_nd(%arg0[0, 0, 0, 0][1, 1, 1, 16384][0, 0, 0, 1]) "
     "{id = 1 : i64, issue_token = true, metadata = @inA} : memref<16384xbf16>",
     "      aiex.npu.dma_memcpy_nd(%arg1[0, 0, 0, 0][1, 1, 1, 16384][0, 0, 0, 1]) "
@@ -223,7 +223,7 @@ GEMM_GOLDEN = [
     "        func.call @matmul_bf16_bf16(%1, %3, %5) : "
     "(memref<32x32xbf16>, memref<32x32xbf16>, memref<32x32xbf16>) -> ()",
     '    } {link_with = "mm_32x32x32.o"}',
-    "    aiex.runtime_sequence @gemm(%arg0: memref<64x32xbf16>, %arg1: memref<32x64xbf16>, "
+    "    aie.runtime_sequence @gemm(%arg0: memref<64x32xbf16>, %arg1: memref<32x64xbf16>, "
     "%arg2: memref<64x64xbf16>) {",
     "      aiex.npu.dma_memcpy_nd(%arg1[0, 0, 0, 0][1, 2, 32, 32][0, 32, 64, 1]) "
     "{id = 1 : i64, issue_token = true, metadata = @B_L3L2} : memref<32x64xbf16>",
@@ -240,6 +240,17 @@ def test_custom_syntax_split_join_golden():
     assert "// runtime sequence arguments: %arg0 = x, %arg1 = y" in text
     assert_in_order(text, SPLIT_JOIN_GOLDEN)
     assert text.count("aie.core(") == 2 and text.count("aie.end") == 2
+
+
+def test_the_runtime_sequence_follows_the_mlir_aie_version():
+    for version, op in (("latest", "aie.runtime_sequence"), ("2025-11-17", "aiex.runtime_sequence"),
+                        ("2025-06-01", "aiex.runtime_sequence"), ("2025-11-18", "aie.runtime_sequence")):
+        text = emit_mlir(split_join(), mlir_aie_version=version)
+        generic = emit_generic_mlir(split_join(), mlir_aie_version=version)
+        assert f"    {op} @sequence(" in text and f'"{op}"() <{{sym_name = "sequence"}}>' in generic
+        assert f"// Syntax of mlir-aie {version} ({op}," in text
+    with pytest.raises(CodegenError, match=r"mlir_aie_version: expected 'latest' or a date YYYY-MM-DD, got 'v1'"):
+        emit_mlir(split_join(), mlir_aie_version="v1")
 
 
 def test_custom_syntax_gemm_golden():
@@ -358,7 +369,7 @@ def summarize_generic(module) -> dict:
                                  tuple(a.value.data for a in p["dst_offsets"].data)))
         elif name == "aie.core":
             out["cores"][_tile_coord(op.operands[0])] = _summarize_core(op, out["kernels"], CallOp)
-        elif name == "aiex.runtime_sequence":
+        elif name in ("aie.runtime_sequence", "aiex.runtime_sequence"):
             block = op.regions[0].block
             out["args"] = [str(a.type) for a in block.args]
             for inner in block.ops:

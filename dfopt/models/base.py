@@ -225,7 +225,8 @@ class Problem:
       decision's (a multi-section decision returns section -> keys);
     * ``checks(instance, options, solution) -> list[Check]`` — the checker;
     * ``summary(instance, solution) -> list[str]`` — the lines of ``dfopt solve``'s summary;
-    * ``emit(instance, solution, out_dir) -> dict`` and ``plot(instance, solution, path, **kw)``.
+    * ``emit(instance, solution, out_dir, options=None) -> dict`` (``options``: the problem's
+      :class:`Options` of the solve, for emission choices) and ``plot(instance, solution, path, **kw)``.
     """
 
     info: ProblemInfo

@@ -5,7 +5,8 @@ one message each, in this order: the platform, the tiles (kind, row and column o
 repeats), the object FIFOs (symbol names, types, depth, endpoints, shim DMA columns), the links
 (through a mem tile, 1-to-N or N-to-1, offsets), the cores (on compute tiles, kernel symbols and
 signatures, accesses), the runtime sequence (buffers, transfers and waits, 32-bit shim DMA
-words) and the resources per tile (DMA channels and data memory, counted by
+words, the shim buffer-descriptor limits of :mod:`dfopt.codegen.aie.bd`) and the resources per
+tile (DMA channels and data memory, counted by
 :func:`~dfopt.codegen.aie.design.dma_channels` and
 :func:`~dfopt.codegen.aie.design.memory_bytes`). :func:`validate` raises one
 :class:`CodegenError` with all of them. Both are re-exported by :mod:`dfopt.codegen.aie.design`.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 
+from dfopt.codegen.aie.bd import limits_of, pattern_faults
 from dfopt.codegen.aie.design import (
     MLIR_DTYPES,
     PORTS,
@@ -272,6 +274,12 @@ def _check_runtime(design: AieDesign, platform: Platform) -> list[str]:
             out.append(f"{where}: fifo {op.fifo!r} has no shim tile end, so the host cannot reach it")
         issued[op.fifo] = op.issue_token or not shim_prod  # S2MM always issues a token
         out += _check_transfer(where, op, f, buffers.get(op.buffer), bds)
+        buf = buffers.get(op.buffer)
+        if buf is not None and len(op.sizes) == len(op.strides) == len(op.offsets) == 4:
+            faults = pattern_faults(op.sizes, op.strides, op.offsets, DTYPE_BITS.get(buf.dtype, 32),
+                                    limits_of(platform, "shim"))
+            out += [f"{where} (fifo {op.fifo!r}, sizes {list(op.sizes)}, strides {list(op.strides)}): "
+                    f"the shim buffer descriptor cannot hold it: {m}" for m in faults]
     return out
 
 

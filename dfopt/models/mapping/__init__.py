@@ -57,6 +57,9 @@ class Options(CommonOptions):
     max_states: int = option(400, "search: states expanded at most", minimum=1, maximum=10_000_000)
     hint: bool = option(True, "cpsat: start from the search's answer")
     workers: int = option(8, "cpsat: workers (deterministic: interleaved search)", minimum=1, maximum=256)
+    mlir_aie_version: str = option("latest", "--emit-dir: the mlir-aie the MLIR is written for, 'latest' or a "
+                                             "snapshot date YYYY-MM-DD (up to 2025-11-17 the runtime sequence is "
+                                             "aiex.runtime_sequence, after it aie.runtime_sequence)", metavar="DATE")
 
 
 def _presolve(d: MappingData) -> list[str]:
@@ -98,11 +101,13 @@ def report(d: MappingData, outcome: Outcome, options: Options) -> dict:
     return section(d, ev, list(outcome.decision.routes))
 
 
-def _emit(instance, solution, out_dir) -> dict:
+def _emit(instance, solution, out_dir, options: Options | None = None) -> dict:
     from dfopt.codegen.aie.emit import write_mlir
     from dfopt.codegen.aie.mapping import design_from_mapping
 
-    return write_mlir(design_from_mapping(instance, solution), out_dir, name=instance.name)
+    version = options.mlir_aie_version if options is not None else "latest"
+    return write_mlir(design_from_mapping(instance, solution), out_dir, name=instance.name,
+                      mlir_aie_version=version)
 
 
 def _region(instance, options: Options):

@@ -222,7 +222,7 @@ def check(instance: Instance, solution: Solution, options: Options | None = None
     return [d for c in checks(instance, options, solution) if not c.ok for d in (c.details or [c.name])]
 
 
-def _emit(instance, solution, out_dir) -> dict:
+def _emit(instance, solution, out_dir, options=None) -> dict:
     return emit(instance, solution, out_dir)
 
 
@@ -230,6 +230,6 @@ PROBLEM = Problem(
     info=registry.info("pipeline"), options=Options, decision=Design, prepare=prepare,
     formulations=(Staged(),), default="staged", objective=objective, report=report, checks=checks,
     summary=summary, emit=_emit,
-    emit_help="write the HLS C++ project, its data and a Makefile whose 'make -C DIR csim' checks it against NumPy",
+    emit_help="write the HLS C++ project (docs/hls.md): 'make -C DIR csim' and 'csim-vitis' check it against NumPy",
     recorded={f"pipeline.options.{k}": (lambda inst, o, k=k: getattr(o, k))
               for k in ("default_tile_size", "overall_unroll_size", "c_max")})

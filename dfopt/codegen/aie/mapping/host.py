@@ -7,10 +7,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from dfopt.codegen.aie.bd import legalize, limits_of
 from dfopt.codegen.aie.design import DmaTransfer, DmaWait, HostBuffer, Runtime
 from dfopt.codegen.aie.mapping.flows import _Flow, _size, _width
 from dfopt.codegen.aie.mapping.recount import _Mapping
 from dfopt.errors import CodegenError
+from dfopt.ir.itensor import DTYPE_BITS
 
 
 def _plan_host(m: _Mapping, flow: _Flow) -> list[tuple]:
@@ -156,22 +158,32 @@ def _pattern(segs: list) -> tuple | None:
 
 def _runtime(m: _Mapping, host: list) -> Runtime:
     """Host buffers in blocked layout; the transfers per shim FIFO (inputs, then outputs, buffer
-    descriptors numbered per shim tile); a wait per output FIFO."""
+    descriptors numbered per shim tile), each legalised into the shim buffer descriptor's limits
+    (:func:`dfopt.codegen.aie.bd.legalize`: refactored loops, or several transfers); a wait per
+    output FIFO."""
     buffers: dict[str, HostBuffer] = {}
     ops: list[DmaTransfer | DmaWait] = []
     bd: Counter[tuple] = Counter()
     bds = m.platform.npu["shim_tile"].get("bds", 16)
+    limits = limits_of(m.platform, "shim")
     for flow, transfers in sorted(host, key=lambda h: h[0].join):
         counts, block_bytes = m.layouts[flow.tensor]
         w = _width(flow)
         buffers.setdefault(flow.tensor, HostBuffer(flow.tensor, flow.dtype, (*counts, block_bytes // w)))
         shim = flow.hub.consumers[0] if flow.join else flow.hub.producer
         for offsets, sizes, strides in transfers:
-            if bd[shim] >= bds:
-                raise CodegenError(f"shim tile {shim}: the transfers of its FIFOs need more than its {bds} buffer "
-                                   "descriptors")
-            ops.append(DmaTransfer(flow.hub.name, flow.tensor, (*sizes[:3], sizes[3] // w),
-                                   (*(s // w for s in strides[:3]), 1), (0, 0, 0, offsets[3] // w), bd[shim]))
-            bd[shim] += 1
+            whole = DmaTransfer(flow.hub.name, flow.tensor, (*sizes[:3], sizes[3] // w),
+                                (*(s // w for s in strides[:3]), 1), (0, 0, 0, offsets[3] // w))
+            pieces = legalize(whole, DTYPE_BITS.get(flow.dtype, 32), limits)
+            if len(pieces) > 1:
+                m.notes.append(f"the transfer of {flow.tensor} on {flow.hub.name} ({list(whole.sizes)} / "
+                               f"{list(whole.strides)}) was split into {len(pieces)} transfers within the "
+                               "shim buffer-descriptor limits")
+            for piece in pieces:
+                if bd[shim] >= bds:
+                    raise CodegenError(f"shim tile {shim}: the transfers of its FIFOs need more than its {bds} "
+                                       "buffer descriptors")
+                ops.append(replace(piece, id=bd[shim]))
+                bd[shim] += 1
     ops += [DmaWait(flow.hub.name) for flow, _ in host if flow.join]
     return Runtime(tuple(buffers.values()), tuple(ops))
