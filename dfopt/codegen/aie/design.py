@@ -55,7 +55,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dfopt.ir.itensor import DTYPE_BITS
-from dfopt.ir.platform import Platform
+from dfopt.ir.platform import Platform, load_preset
 
 TILE_KINDS = ("shim", "mem", "compute")
 PORTS = ("consume", "produce")
@@ -379,6 +379,33 @@ def memory_bytes(design: AieDesign) -> dict:
         if c.tile in used:
             used[c.tile] += STACK_BYTES
     return used
+
+
+def bank_fallbacks(design: AieDesign, platform: Platform | None = None) -> list[str]:
+    """Why mlir-aie's bank-aware buffer allocation (``aie-assign-buffer-addresses``, the default)
+    falls back to sequential placement on a tile: an object FIFO buffer larger than one of the
+    tile's banks (a mem tile's 512 KiB in 8 banks of 64 KiB, a compute tile's 64 KiB in 4 of
+    16 KiB: ``AIE2TargetModel::getNumBanks``). One message per such buffer; the design still
+    builds, its buffers placed one after another."""
+    npu = (platform if platform is not None else load_preset(design.device)).npu
+    skip: set[tuple[str, tuple[int, int]]] = set()
+    for ln in design.links:
+        side = ln.inputs if len(ln.inputs) > 1 else ln.outputs
+        skip.update((name, ln.via) for name in side)
+    kinds = {t.coord: t.kind for t in design.tiles}
+    out = []
+    for f in design.fifos:
+        for end in sorted({f.producer, *f.consumers}):
+            kind = kinds.get(end)
+            spec = npu.get(f"{kind}_tile", {}) if kind in ("mem", "compute") else {}
+            if not spec.get("banks") or (f.name, end) in skip:
+                continue
+            bank = spec["memory_bytes"] // spec["banks"]
+            if f.element_bytes > bank:
+                out.append(f"{kind} tile {end}: a buffer of fifo {f.name} ({f.element_bytes} bytes) is larger than "
+                           f"one of its {spec['banks']} banks of {bank // 1024} KiB: mlir-aie's bank-aware "
+                           "allocation falls back to sequential placement on this tile")
+    return out
 
 
 def kernel_signature(design: AieDesign, core: Core) -> tuple:

@@ -70,7 +70,7 @@ import re
 from pathlib import Path
 
 from dfopt.codegen.aie.checks import validate
-from dfopt.codegen.aie.design import AieDesign, Core, DmaWait, Runtime, kernel_signature
+from dfopt.codegen.aie.design import AieDesign, Core, DmaWait, Runtime, bank_fallbacks, kernel_signature
 from dfopt.errors import CodegenError
 from dfopt.io import StrPath, write_text_atomic
 from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
@@ -98,6 +98,11 @@ def runtime_sequence_op(version: str = "latest") -> str:
     if not isinstance(version, str) or not _DATE.match(version):
         raise CodegenError(f"mlir_aie_version: expected 'latest' or a date YYYY-MM-DD, got {version!r}")
     return "aiex.runtime_sequence" if version <= LAST_AIEX_SEQUENCE else "aie.runtime_sequence"
+
+
+def _notes(design: AieDesign, platform: Platform | None) -> list[str]:
+    """Comment lines for what mlir-aie will do differently from the plan (bank fallbacks)."""
+    return [f"// note: {n}" for n in bank_fallbacks(design, platform)]
 
 
 def _header(version: str) -> str:
@@ -207,7 +212,8 @@ def emit_mlir(design: AieDesign, platform: Platform | None = None, *, check: boo
     (:class:`CodegenError` lists the problems)."""
     p = _check(design, platform, check)
     d = design
-    out = [_header(mlir_aie_version).rstrip("\n"), *_arg_comment(d), "module {", f"{IND}aie.device({d.device}) {{"]
+    out = [_header(mlir_aie_version).rstrip("\n"), *_notes(d, platform), *_arg_comment(d), "module {",
+           f"{IND}aie.device({d.device}) {{"]
     i2 = IND * 2
     for k, sig in p.kernels.items():
         out.append(f"{i2}func.func private @{k}({', '.join(sig)})")
