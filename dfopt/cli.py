@@ -11,6 +11,7 @@ from the fields of the problem's Options (:mod:`dfopt.models.options`): ``dfopt 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -122,6 +123,7 @@ def build_parser(problems: dict | None = None) -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PNG", help="draw the solution (problems with a drawing: fifo, placement)")
     p.add_argument("--plot-streams", metavar="S1,S2", help="fifo: streams to draw (default: the deepest)")
     p.add_argument("--emit-dir", metavar="DIR", help="write the design's code (pipeline: HLS C++; mapping: MLIR-AIE)")
+    p.add_argument("--force", action="store_true", help="--emit-dir: replace an existing non-empty folder")
     p.set_defaults(option_names=add_option_flags(p, problems["solve"]) if problems.get("solve") else [])
 
     p = sub.add_parser("check", help="re-run every checker on a solution file, with the instance's options "
@@ -157,6 +159,29 @@ def _out(text: str) -> None:
 
 def _flag_options(args) -> dict:
     return {n: getattr(args, n) for n in getattr(args, "option_names", []) if getattr(args, n, None) is not None}
+
+
+@contextlib.contextmanager
+def _writing(flag: str):
+    """An OSError while writing an output is bad input naming the flag (exit 2), not a fault."""
+    try:
+        yield
+    except OSError as err:
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        raise InstanceError(f"cannot write: {where}{err.strerror or err}", pointer=flag) from err
+
+
+def _check_outputs(args) -> None:
+    """The output paths, before anything is solved: exit 2 naming the flag when one cannot be
+    written."""
+    from dfopt.io import check_output_dir, check_output_file
+
+    if getattr(args, "output", None):
+        check_output_file(args.output, "--output")
+    if getattr(args, "plot", None):
+        check_output_file(args.plot, "--plot")
+    if getattr(args, "emit_dir", None):
+        check_output_dir(args.emit_dir, "--emit-dir", force=args.force)
 
 
 def _hooks(problem, args) -> None:
@@ -199,16 +224,20 @@ def cmd_solve(args: argparse.Namespace) -> int:
             instance = load(args.instance)
         problem = _problem(instance.problem)
         _hooks(problem, args)
+        _check_outputs(args)
         options = driver.make_options(instance, _flag_options(args), origin="flag")
         solution = driver.solve(instance, options)
     written = None
-    if solution.ok and args.emit_dir:
-        written = problem.emit(instance, solution, args.emit_dir, options=options)
-    if args.output and (solution.ok or args.keep_failed):
-        solution.rejected = not solution.ok
-        write_json_atomic(args.output, solution.to_dict())
-    if args.plot and solution.ok:
-        problem.plot(instance, solution, args.plot, streams=_split(args.plot_streams))
+    with _writing("--emit-dir"):
+        if solution.ok and args.emit_dir:
+            written = problem.emit(instance, solution, args.emit_dir, options=options)
+    with _writing("--output"):
+        if args.output and (solution.ok or args.keep_failed):
+            solution.rejected = not solution.ok
+            write_json_atomic(args.output, solution.to_dict())
+    with _writing("--plot"):
+        if args.plot and solution.ok:
+            problem.plot(instance, solution, args.plot, streams=_split(args.plot_streams))
     shown = args.output if args.output and (solution.ok or args.keep_failed) else None
     _out(json.dumps(solution.to_dict(), indent=1) if args.json else solution_summary(instance, solution, shown))
     if not args.json and written is not None:
@@ -291,7 +320,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from dfopt.instance import load, load_solution
+    from dfopt.io import check_output_file
 
+    check_output_file(args.output, "--output")
     instance, solution = load(args.instance), load_solution(args.solution)
     problem = _problem(solution.problem)
     if problem.plot is None:
@@ -315,6 +346,19 @@ def _bad_input(err: InstanceError, args) -> None:
     sys.stderr.write("".join(f"  {p}\n" for p in err.problems))
 
 
+def _exit_on_sigterm() -> None:
+    """A SIGTERM ends the command as an exception would (exit 143), so that a write in progress
+    removes its temporary file or folder."""
+    import signal
+    import threading
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     problems = {}
@@ -329,6 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(done.code or 0)
     logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    _exit_on_sigterm()
     try:
         return COMMANDS[args.command](args)
     except NoSolutionError as err:

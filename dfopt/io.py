@@ -1,17 +1,33 @@
 """Atomic file output: write to a temporary file in the same folder, then rename.
 
+A temporary name carries the writer's process id (``.dfopt-<pid>-XXXX.tmp``; a folder being
+built, ``.<name>.tmp-<pid>-XXXX``), so a write killed before its rename leaves a file that the
+next write into the same folder removes (:func:`sweep_stale`: the process is gone). The CLI
+checks its output paths before it solves (:func:`check_output_file`, :func:`check_output_dir`):
+a folder where a file is asked for, a missing or read-only parent, an existing file or non-empty
+folder where a design folder is asked for (unless ``--force``) are refused with the flag named.
+
 >>> import tempfile, os
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "x.json")
 >>> write_text_atomic(p, "{}"); open(p).read()
 '{}'
+>>> try:
+...     check_output_file(d, "--output")
+... except InstanceError as err:
+...     print(str(err).replace(d, "D"))
+--output: D is a folder; expected a file path
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import tempfile
 from typing import Any, TypeAlias
+
+from dfopt.errors import InstanceError
 
 StrPath: TypeAlias = "str | os.PathLike[str]"
 
@@ -27,12 +43,89 @@ def _umask() -> int:
     return mask
 
 
+_STALE = re.compile(r"^(?:\.dfopt-(\d+)-.*\.tmp|\..+\.(?:tmp|old)-(\d+)-.*)$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def sweep_stale(folder: StrPath) -> list[str]:
+    """Remove the temporary files and folders that writes killed before their rename left in
+    ``folder`` (their process is gone); returns their names."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        m = _STALE.match(name)
+        if not m or _alive(int(m.group(1) or m.group(2))):
+            continue
+        full = os.path.join(folder, name)
+        try:
+            if os.path.isdir(full) and not os.path.islink(full):
+                shutil.rmtree(full)
+            else:
+                os.unlink(full)
+            removed.append(name)
+        except OSError:
+            pass
+    return removed
+
+
+def temp_prefix(name: str = "") -> str:
+    """The prefix of a temporary name next to ``name`` (``.dfopt-<pid>-`` for a file, else
+    ``.<name>.tmp-<pid>-``)."""
+    return f".{name}.tmp-{os.getpid()}-" if name else f".dfopt-{os.getpid()}-"
+
+
+def _parent(path: str, flag: str) -> str:
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(parent):
+        raise InstanceError(f"{path}: the folder {parent} does not exist", pointer=flag)
+    if not os.path.isdir(parent):
+        raise InstanceError(f"{path}: {parent} is not a folder", pointer=flag)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InstanceError(f"{path}: the folder {parent} is not writable", pointer=flag)
+    return parent
+
+
+def check_output_file(path: StrPath, flag: str) -> None:
+    """:class:`InstanceError` (the flag as its pointer) unless ``path`` can be written as a file:
+    not a folder, its folder present and writable, an existing file writable."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise InstanceError(f"{path} is a folder; expected a file path", pointer=flag)
+    _parent(path, flag)
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise InstanceError(f"{path} is not writable", pointer=flag)
+
+
+def check_output_dir(path: StrPath, flag: str, force: bool = False) -> None:
+    """:class:`InstanceError` unless ``path`` can become a design folder: not an existing file,
+    not an existing non-empty folder unless ``force`` (it is replaced), its parent writable."""
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InstanceError(f"{path} exists and is not a folder", pointer=flag)
+    if os.path.isdir(path) and os.listdir(path) and not force:
+        raise InstanceError(f"{path} exists and is not empty (--force replaces it)", pointer=flag)
+    _parent(path, flag)
+
+
 def write_bytes_atomic(path: StrPath, data: bytes) -> None:
     """Bytes version of :func:`write_text_atomic`; the file gets the usual 0666 & ~umask mode."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".dfopt-", suffix=".tmp", dir=folder)
+    sweep_stale(folder)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(), suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

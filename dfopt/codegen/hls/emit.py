@@ -59,6 +59,7 @@ from dfopt.codegen.hls.build import assign_banks, build_of, floorplan_tcl, link_
 from dfopt.codegen.hls.kernels import CTYPES, Port
 from dfopt.codegen.hls.region import Process, canonical_order, check_canonical
 from dfopt.errors import CodegenError
+from dfopt.io import sweep_stale, temp_prefix
 from dfopt.ir.channel import CHANNEL_BITS_MAX, channel, stream_vector
 from dfopt.ir.converter import same_stream
 from dfopt.ir.itensor import DTYPE_BITS
@@ -681,7 +682,8 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
     manifest = design.manifest(slots or {}, bank_of, build)
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    sweep_stale(out_dir.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out_dir.name), dir=out_dir.parent))
     try:
         files = {"kernels.h": design.kernels_h(), "kernels.cpp": design.kernels_cpp(),
                  "top.h": design.top_h(), "top.cpp": design.top_cpp(), "tb.cpp": _tb_cpp(opgraph, design.drams),
@@ -720,7 +722,7 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
 def _replace(tmp: Path, out_dir: Path) -> None:
     """Rename ``tmp`` to ``out_dir``, replacing an existing folder."""
     if out_dir.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-{os.getpid()}-", dir=out_dir.parent))
         old.rmdir()
         out_dir.rename(old)
         tmp.rename(out_dir)
