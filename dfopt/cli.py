@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from dfopt import __version__
-from dfopt.errors import DfoptError, InstanceError, NoSolutionError
+from dfopt.errors import DfoptError, InfeasibleError, InstanceError, NoSolutionError
 
 if TYPE_CHECKING:
     from dfopt.models.base import Problem
@@ -96,7 +96,7 @@ def _peek_problem(argv: list, command: str):
                 name = json.load(fh).get("problem")
         except (OSError, ValueError, AttributeError):
             return None
-        return get_problem(name) if name in REGISTRY else None
+        return get_problem(name) if isinstance(name, str) and name in REGISTRY else None
     return None
 
 
@@ -293,9 +293,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     inst = load(args.instance)
     options = driver.make_options(inst)
     check_budget(inst, options.max_memory, options=options)     # what the solve would allocate
+    note = ""
+    try:
+        driver.prepare(inst, options)                           # the problem's own refusals, as solve meets them
+    except InfeasibleError as err:                              # well-formed, but no answer exists: say why
+        note = f"; infeasible: {err}"
     g = inst.graph
     size = f", {len(g.kernels)} kernels, {len(g.streams)} streams" if g is not None else ""
-    _out(f"{args.instance}: valid {inst.problem} instance {inst.name!r}{size}")
+    _out(f"{args.instance}: valid {inst.problem} instance {inst.name!r}{size}{note}")
     return EXIT_OK
 
 

@@ -4,6 +4,7 @@ the numbers JSON text may hold but dfopt refuses (NaN, infinities, unreadable li
 from __future__ import annotations
 
 import math
+import re
 import sys
 from typing import Any
 
@@ -129,12 +130,21 @@ def _int(text: str):
                                  f"(at most {sys.get_int_max_str_digits()} are read)")
 
 
+#: the deepest nesting of lists and objects a document may have (dfopt's deepest is about 8)
+MAX_DEPTH = 64
+_BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
 def _non_finite_issues(data) -> list[tuple[tuple, str]]:
-    """Every NaN, infinity or unreadable number in parsed JSON (or a Python dict), as
-    ``(path, message)`` in document order.
+    """Every NaN, infinity or unreadable number in parsed JSON (or a Python dict), every string
+    (value or key) with a NUL or a lone surrogate (no UTF-8 encoding holds it, no backend takes
+    it), and lists or objects nested deeper than :data:`MAX_DEPTH`, as ``(path, message)`` in
+    document order.
 
     >>> _non_finite_issues({"a": [1.0, float("nan")], "b": {"c": float("-inf")}})
     [(('a', 1), 'expected a finite number, got NaN'), (('b', 'c'), 'expected a finite number, got -Infinity')]
+    >>> _non_finite_issues({"n": "a" + chr(0xD800), "x": [[[1]]]})
+    [(('n',), 'expected text without NUL characters or lone surrogates')]
     """
     if not _has_unreadable(data):
         return []
@@ -142,7 +152,12 @@ def _non_finite_issues(data) -> list[tuple[tuple, str]]:
     stack: list[tuple[tuple, Any]] = [((), data)]
     while stack:
         path, value = stack.pop()
-        if isinstance(value, dict):
+        if isinstance(value, (dict, list)) and len(path) >= MAX_DEPTH:
+            issues.append((path, f"nested more than {MAX_DEPTH} levels deep"))
+        elif isinstance(value, dict):
+            for k in value:
+                if isinstance(k, str) and _BAD_TEXT.search(k):
+                    issues.append((path, f"the key {ascii(k)[:40]} has NUL characters or lone surrogates"))
             stack.extend((path + (k,), v) for k, v in reversed(list(value.items())))
         elif isinstance(value, list):
             stack.extend((path + (i,), v) for i, v in reversed(list(enumerate(value))))
@@ -150,23 +165,38 @@ def _non_finite_issues(data) -> list[tuple[tuple, str]]:
             issues.append((path, f"expected a finite number, got {found(value)}"))
         elif isinstance(value, _Unreadable):
             issues.append((path, value.message))
+        elif isinstance(value, str) and _BAD_TEXT.search(value):
+            issues.append((path, "expected text without NUL characters or lone surrogates"))
     return issues
 
 
 def _has_unreadable(data) -> bool:
-    """Whether parsed JSON holds a NaN, an infinity or an :class:`_Unreadable` (a quick scan
-    without paths: about 0.1 s for a 100k-kernel graph)."""
-    stack: list[Any] = [[data]]
+    """Whether parsed JSON holds a NaN, an infinity, an :class:`_Unreadable`, a string with a NUL
+    or a lone surrogate, or nesting deeper than :data:`MAX_DEPTH` (a quick scan without paths:
+    about 0.1 s for a 100k-kernel graph)."""
+    stack: list[tuple[Any, int]] = [([data], 0)]
+    bad = _BAD_TEXT.search
     while stack:
-        node = stack.pop()
-        for value in (node.values() if type(node) is dict else node):
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if type(node) is dict:
+            if any(type(k) is str and bad(k) for k in node):
+                return True
+            values = node.values()
+        else:
+            values = node
+        for value in values:
             kind = type(value)
             if kind is dict or kind is list:
-                stack.append(value)
+                stack.append((value, depth + 1))
+            elif kind is str:
+                if bad(value):
+                    return True
             elif (kind is float and value - value != 0.0) or kind is _Unreadable:
                 return True
             elif isinstance(value, (dict, list)):          # subclasses: the slow, general walk
-                stack.append(value)
+                stack.append((value, depth + 1))
             elif isinstance(value, float) and not math.isfinite(value):
                 return True
     return False

@@ -85,10 +85,9 @@ def validate_dict(data: dict) -> list[Problem]:
 def _validate(data, finite_checked: bool) -> list[Problem]:
     """:func:`validate_dict`; ``finite_checked`` skips the walk for NaN and infinities (text the
     reader parsed has none left)."""
-    if not finite_checked:
-        bad = _non_finite_issues(data)
-        if bad:
-            return to_problems(bad)
+    bad = _non_finite_issues(data)      # the reader refused unreadable numbers; not deep nesting or bad text
+    if bad:
+        return to_problems(bad)
     issues = schema_issues(data, "instance", label=partial(_label, data, _INSTANCE_ENTITIES))
     if isinstance(data, dict):
         issues += _semantic_issues(data, _Faulty(issues))

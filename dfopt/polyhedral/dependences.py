@@ -37,6 +37,7 @@ from collections.abc import Collection
 
 import islpy as isl
 
+from dfopt.errors import InstanceError
 from dfopt.ir.program import Program
 
 KINDS = ("raw", "war", "waw")
@@ -84,7 +85,8 @@ def original_schedule(program: Program) -> isl.UnionMap:
         pieces = [s.schedule for s in program.statements]
         if any(p is None for p in pieces):
             missing = [s.name for s in program.statements if s.schedule is None]
-            raise ValueError(f"no program schedule and statement(s) {missing} have none")
+            raise InstanceError(f"no program schedule, and statement(s) {missing} have none of their own: give "
+                                "program.schedule or a schedule per statement", pointer="/program/schedule")
         sched = _union(pieces, doms)
     sched = sched.intersect_domain(doms).coalesce()
     unscheduled = doms.subtract(sched.domain())

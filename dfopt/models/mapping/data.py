@@ -147,6 +147,11 @@ def _ports(graph, task: dict) -> dict:
 
 def _validate_io(graph) -> None:
     for name, k in graph.kernels.items():
+        index = k.attrs.get("index")
+        if index is not None and not (isinstance(index, list) and all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in index)):
+            raise InstanceError(f"kernel {name}: attrs.index must be a list of integers >= 0 (its position in the "
+                                f"task's grid), got {index!r}", pointer=f"/graph/kernels/{name}/attrs/index")
         io = k.attrs.get("io", [])
         if not isinstance(io, list):
             raise InstanceError(f"kernel {name}: attrs.io must be a list of host ports",
@@ -158,6 +163,21 @@ def _validate_io(graph) -> None:
                 raise InstanceError(f"kernel {name}: host port {i} must be {{\"tensor\": str, \"dir\": \"in\"|\"out\", "
                                     f"\"bytes\": int >= 0, \"blocks\": [...]}}, got {p!r}",
                                     pointer=f"/graph/kernels/{name}/attrs/io/{i}")
+            if not isinstance(p.get("blocks", []), list):
+                raise InstanceError(f"kernel {name}: host port {i}: blocks must be a list, got {p['blocks']!r}",
+                                    pointer=f"/graph/kernels/{name}/attrs/io/{i}/blocks")
+            for j, block in enumerate(p.get("blocks", [])):
+                if not _is_block(block):
+                    raise InstanceError(f"kernel {name}: host port {i} block {j} must be a list of [count, index] "
+                                        f"pairs of integers, 0 <= index < count, got {block!r}",
+                                        pointer=f"/graph/kernels/{name}/attrs/io/{i}/blocks/{j}")
+
+
+def _is_block(block) -> bool:
+    """``[[count, index], ...]``: the block's position along each axis of the tensor's grid."""
+    return isinstance(block, list) and all(
+        isinstance(ax, list) and len(ax) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in ax)
+        and 0 <= ax[1] < ax[0] <= 1 << 20 for ax in block)
 
 
 def mapping_data(instance: Instance, region: dict | None = None,
