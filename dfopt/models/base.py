@@ -223,7 +223,8 @@ class Problem:
     * ``lower_bound(data) -> float | None`` — a bound every answer respects (optional);
     * ``report(data, outcome, options) -> dict`` — the solution section's keys beside the
       decision's (a multi-section decision returns section -> keys);
-    * ``checks(instance, options, solution) -> list[Check]`` — the checker;
+    * ``checks(instance, options, solution) -> list[Check]`` — the checker (the driver adds the
+      record check and, with ``recount``, a recount of the report from the decision);
     * ``summary(instance, solution) -> list[str]`` — the lines of ``dfopt solve``'s summary;
     * ``emit(instance, solution, out_dir, options=None) -> dict`` (``options``: the problem's
       :class:`Options` of the solve, for emission choices) and ``plot(instance, solution, path, **kw)``.
@@ -244,6 +245,11 @@ class Problem:
     emit_help: str = ""
     plot: Callable[..., None] | None = None
     recorded: Mapping = field(default_factory=dict)
+    #: the checker recomputes the report from the decision and compares every key
+    #: (``<problem>-report``) but the ``process_keys`` (what only the search knows: candidates,
+    #: proofs, repair steps)
+    recount: bool = False
+    process_keys: frozenset = frozenset()
 
     @property
     def name(self) -> str:

@@ -86,6 +86,16 @@ def solve(instance: Instance, options: CommonOptions) -> Solution:
     return solution
 
 
+def prepare(instance: Instance, options: CommonOptions) -> Any:
+    """The problem data ``solve`` would build (parts, budget, then the problem's ``prepare``), so
+    that ``dfopt validate`` refuses what ``solve`` would refuse before it solves."""
+    problem = get_problem(instance.problem)
+    problem.formulation(options.formulation, _where(options, "formulation"))
+    require_parts(problem, instance)
+    _check_budget(instance, options)
+    return problem.prepare(instance, options)
+
+
 def overlay_sections(report: dict, decided: dict) -> dict:
     """Each section's report with the decision's keys laid over it (the solution's JSON view)."""
     from dfopt.solution import overlay
@@ -124,8 +134,52 @@ def require_parts(problem: Problem, instance: Instance) -> None:
 
 
 def run_checks(problem: Problem, instance: Instance, options: CommonOptions, solution: Solution) -> list[Check]:
-    """The problem's own checks, then the solution record's (status, bound, recorded parameters)."""
-    return list(problem.checks(instance, options, solution)) + [record_check(problem, instance, options, solution)]
+    """The problem's own checks, then the solution record's (status, bound, recorded parameters)
+    and, where the problem recounts its report, the report's."""
+    out = list(problem.checks(instance, options, solution)) + [record_check(problem, instance, options, solution)]
+    if problem.recount and all(c.ok for c in out):     # a report is recomputed from a decision that holds
+        out.append(report_check(problem, instance, options, solution))
+    return out
+
+
+def report_check(problem: Problem, instance: Instance, options: CommonOptions, solution: Solution) -> Check:
+    """Every key of the report recomputed from the instance and the decision (but the problem's
+    ``process_keys``) has the same value in the solution's section (numbers within a relative
+    1e-9)."""
+    from dfopt.models.base import Outcome
+
+    try:
+        fresh = problem.report(problem.prepare(instance, options), Outcome(solution.decision), options)
+        fresh = overlay_sections({problem.name: fresh}, solution.decision.sections())[problem.name]
+    except InstanceError as err:
+        return Check(f"{problem.name}-report", False, [f"the report cannot be recomputed: {err}"])
+    root = solution.sections.get(problem.name, {})
+    bad = []
+    for key in sorted(set(fresh) - problem.process_keys):
+        if key not in root:
+            bad.append(f"{key}: the solution does not give it")
+        elif not _same(root[key], fresh[key]):
+            bad.append(f"{key}: the solution says {_short(root[key])}, the decision gives {_short(fresh[key])}")
+    return Check(f"{problem.name}-report", not bad, bad)
+
+
+def _same(a, b) -> bool:
+    """JSON-equal, tuples as lists, numbers within a relative 1e-9."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or (type(a) is type(b) and a == b)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return set(map(str, a)) == set(map(str, b)) and all(_same(a[k], b[k]) for k in a) if set(a) == set(b) else \
+            {str(k): v for k, v in a.items()} == {str(k): v for k, v in b.items()}
+    return a == b
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def record_check(problem: Problem, instance: Instance, options: CommonOptions, solution: Solution) -> Check:

@@ -102,6 +102,7 @@ def _summary(instance, solution) -> list[str]:
 
 
 PROBLEM = Problem(
+    recount=True,
     info=registry.info("converter"), options=Options, decision=Converters, prepare=_prepare,
     formulations=(Simple("algorithm1", _algorithm1, exact=True, bound=True,
                          description="StreamTensor's Algorithm 1 (exact: the buffer is minimal)"),),

@@ -148,6 +148,7 @@ def _summary(instance, solution) -> list[str]:
 
 
 PROBLEM = Problem(
+    recount=True,
     info=registry.info("fusion"), options=Options, decision=Partition, prepare=prepare,
     formulations=formulations(), default="cpsat", objective=objective, lower_bound=lambda fp: fp.bound,
     report=report, checks=checks, summary=_summary, recorded={"c_max": c_max_of})

@@ -117,6 +117,7 @@ def _region(instance, options: Options):
 
 
 PROBLEM = Problem(
+    recount=True,
     info=registry.info("mapping"), options=Options, decision=MappingDecision, prepare=prepare,
     formulations=formulations(), default="search", objective=objective, report=report, checks=checks,
     summary=summary, emit=_emit, emit_help="write the MLIR-AIE design as DIR/<name>.mlir and DIR/<name>.generic.mlir",

@@ -126,6 +126,7 @@ def _placement(instance, options: Options) -> dict:
 
 
 PROBLEM = Problem(
+    recount=True,
     info=registry.info("memory"), options=Options, decision=Binding, prepare=prepare,
     formulations=formulations(), default="cpsat", objective=objective,
     lower_bound=lambda data: floor_bound(data.problem), report=report, checks=checks, summary=summary,

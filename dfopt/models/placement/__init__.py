@@ -196,6 +196,7 @@ def _plot(instance, solution, path, streams=None) -> None:
 
 
 PROBLEM = Problem(
+    recount=True,
     info=registry.info("placement"), options=Options, decision=Placement, prepare=prepare,
     formulations=formulations(), default="cpsat", objective=objective, lower_bound=forced_distance,
     report=report, checks=checks, summary=summary, plot=_plot,
