@@ -94,8 +94,10 @@ def _parallel(deps, sched, reported, what: str) -> list:
 
 
 def _shape(sched, sec) -> list:
-    """The reported number of time dimensions and scalar flags against the map's."""
-    bad = []
+    """The reported number of time dimensions and scalar flags against the map's; the claims a
+    solved schedule always carries must be there (a deleted claim is a changed solution)."""
+    bad = [f"{key}: the solution does not give it" for key in ("dims", "scalar", "parallel", "bands", "vector")
+           if key not in sec]
     if "dims" in sec and sec["dims"] != out_dims(sched):
         bad.append(f"dims: reported {sec['dims']}, the map has {out_dims(sched)} time dimensions")
     if sec.get("scalar") is not None and list(sec["scalar"]) != scalar_dims(sched):
@@ -140,15 +142,21 @@ def _asked_tiling(config, deps, sched, tiled, what: str) -> list:
 
 
 def _bands(deps, sched, reported, what: str) -> list:
-    if not reported:
+    """The reported bands are the map's, in order: each band's dimensions, its permutability and
+    its parallel flags (a band claimed permutable that is not is named)."""
+    if reported is None:
         return []
-    actual = {tuple(b.dims) for b in bands(deps, sched)}
+    actual = [b.to_dict() for b in bands(deps, sched)]
+    wanted = [{k: list(v) if isinstance(v, tuple) else v for k, v in b.items()} for b in actual]
+    if reported == wanted:
+        return []
     bad = []
-    for b in reported:
-        dims = tuple(b.get("dims", ()))
-        if b.get("permutable") and not any(set(dims) <= set(a) for a in actual):
+    dims_of = {tuple(b["dims"]) for b in wanted}
+    for b in reported if isinstance(reported, list) else []:
+        dims = tuple(b.get("dims", ())) if isinstance(b, dict) else ()
+        if isinstance(b, dict) and b.get("permutable") and not any(set(dims) <= set(a) for a in dims_of):
             bad.append(f"{what}: band {list(dims)} is not permutable")
-    return bad
+    return bad or [f"{what}: reported {reported!r}, the map's bands are {wanted!r}"]
 
 
 def checks(instance: Instance, options: Options | None, solution: Solution) -> list[Check]:
