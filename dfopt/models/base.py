@@ -194,6 +194,43 @@ class Formulation(Protocol):
 
 
 @dataclass(frozen=True)
+class Unbounded:
+    """The fields of a formulation that proves nothing (no bound, not exact): a subclass sets
+    ``name`` (and ``solvers`` when it calls one) and defines ``solve``."""
+
+    name: str = ""
+    solvers: tuple = ()
+    exact: bool = False
+    bound: bool = False
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """The fields of an exact model on solver backends, with a bound: ``solvers`` (the first is
+    the default, :meth:`backend`); a subclass defines ``solve``."""
+
+    name: str
+    solvers: tuple
+    exact: bool = True
+    bound: bool = True
+
+    def backend(self, options: Any) -> str:
+        """The backend the options ask for, else the formulation's first."""
+        return options.solver or self.solvers[0]
+
+
+def incumbent_stats(incumbents: list, baseline: float | None) -> dict:
+    """``incumbents`` (``(seconds, objective)`` as the solver found them) rounded for the stats,
+    and when the first of them beat ``baseline`` (the greedy answer's objective; omitted when
+    there is none)."""
+    out: dict[str, Any] = {"incumbents": [(round(t, 4), v) for t, v in incumbents]}
+    if baseline is not None:
+        better = [t for t, v in incumbents if v < baseline - 1e-9]
+        out["first_better_than_greedy_s"] = better[0] if better else None
+    return out
+
+
+@dataclass(frozen=True)
 class Simple:
     """A formulation made of a function: ``Simple("greedy", fn)`` with ``fn(data, options)``."""
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dfopt.errors import InfeasibleError
-from dfopt.models.base import Outcome
+from dfopt.models.base import Outcome, Unbounded
 from dfopt.models.fifo import delays as lp
 from dfopt.models.fifo.curves import exact_max_tokens_array, paper_max_tokens_array
 from dfopt.models.fifo.data import Candidate, FifoData
@@ -54,39 +54,30 @@ def choose(data: FifoData, candidates: list, name: str, limit_reached: bool = Fa
 
 
 @dataclass(frozen=True)
-class Slack:
+class Slack(Unbounded):
     """Witness-schedule depths, refined per kernel (the default)."""
 
     name: str = "slack"
-    solvers: tuple = ()
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, data: FifoData, options: Options) -> Outcome:
         return choose(data, [data.slack_candidate()], self.name)
 
 
 @dataclass(frozen=True)
-class Occupancy:
+class Occupancy(Unbounded):
     """Each stream's largest occupancy in the unbounded run."""
 
     name: str = "occupancy"
-    solvers: tuple = ()
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, data: FifoData, options: Options) -> Outcome:
         return choose(data, [data.verify("occupancy", data.occupancy)], self.name)
 
 
 @dataclass(frozen=True)
-class Search:
+class Search(Unbounded):
     """Binary search per stream under simulation, from the occupancy depths, within the limit."""
 
     name: str = "search"
-    solvers: tuple = ()
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, data: FifoData, options: Options) -> Outcome:
         contribution = data.occupancy * objective_weights(data.arrays, options.objective)
@@ -98,13 +89,10 @@ class Search:
 
 
 @dataclass(frozen=True)
-class DelayLP:
+class DelayLP(Unbounded):
     """The LP over stream delays (``flow``: min-cost flow; ``potentials``, ``paths``: cvxpy LPs)."""
 
     name: str
-    solvers: tuple = ()
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, data: FifoData, options: Options) -> Outcome:
         raw = _lp_depths(data, self.name)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dfopt.ir.graph import DataflowGraph
-from dfopt.models.base import Outcome
+from dfopt.models.base import Bounded, Outcome, Unbounded, incumbent_stats
 from dfopt.models.fusion.data import FusionData
 from dfopt.models.fusion.decision import Partition
 from dfopt.models.fusion.exact import build, decode, set_hint, solve_exact
@@ -52,29 +52,21 @@ def assign_of(data: FusionData, decision: Partition) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Greedy:
+class Greedy(Unbounded):
     """StreamTensor's Algorithm 2 (joins guarded against cycles between groups)."""
 
     name: str = "greedy"
-    solvers: tuple = ()
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, fp: FusionProblem, options: Options) -> Outcome:
         return Outcome(partition_of(fp.data, fp.greedy), Termination.FEASIBLE, solver="none")
 
 
 @dataclass(frozen=True)
-class Exact:
+class Exact(Bounded):
     """The exact partition model, hinted with the merged greedy partition."""
 
-    name: str
-    solvers: tuple
-    exact: bool = True
-    bound: bool = True
-
     def solve(self, fp: FusionProblem, options: Options) -> Outcome:
-        backend = options.solver or self.solvers[0]
+        backend = self.backend(options)
         data = fp.data
         t0 = time.perf_counter()
         em = build(data, dominance=options.dominance)
@@ -85,10 +77,7 @@ class Exact:
         stats = {**em.stats, "hinted": hinted, "time_build_s": t_build, "time_solver_s": res.wall_time_s,
                  "termination": res.termination.value}
         greedy_bytes = data.cut_traffic(fp.merged)
-        incumbents = [(t, v * em.scale) for t, v in res.stats.get("incumbents", [])]
-        better = [t for t, v in incumbents if v < greedy_bytes - 1e-9]
-        stats["first_better_than_greedy_s"] = better[0] if better else None
-        stats["incumbents"] = [(round(t, 4), v) for t, v in incumbents]
+        stats.update(incumbent_stats([(t, v * em.scale) for t, v in res.stats.get("incumbents", [])], greedy_bytes))
         bound = res.bound * em.scale if res.bound is not None else None
         limit = res.termination is Termination.TIME_LIMIT
         if res.values_array is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dfopt.errors import InfeasibleError, NoSolutionError
-from dfopt.models.base import Outcome
+from dfopt.models.base import Bounded, Outcome, Unbounded
 from dfopt.models.mapping import exact
 from dfopt.models.mapping.data import MappingData
 from dfopt.models.mapping.decision import MappingDecision
@@ -45,13 +45,11 @@ def _limited(s: Search) -> bool:
 
 
 @dataclass(frozen=True)
-class SearchFormulation:
+class SearchFormulation(Unbounded):
     """Branch-and-reduce over the folding primitives (the Dato paper's search)."""
 
     name: str = "search"
     solvers: tuple = ("cpsat",)
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, d: MappingData, options: Options) -> Outcome:
         s = _search(d, options, options.time_limit)
@@ -66,13 +64,11 @@ class SearchFormulation:
 
 
 @dataclass(frozen=True)
-class ExactFormulation:
+class ExactFormulation(Bounded):
     """The exact CP-SAT assignment, routed lazily (a no-good per unroutable answer)."""
 
     name: str = "cpsat"
     solvers: tuple = ("cpsat",)
-    exact: bool = True
-    bound: bool = True
 
     def solve(self, d: MappingData, options: Options) -> Outcome:
         return _run_cpsat(d, options)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from dfopt.errors import NoSolutionError
 from dfopt.ir.memory import KIND_RESOURCE
-from dfopt.models.base import Outcome
+from dfopt.models.base import Bounded, Outcome, Unbounded
 from dfopt.models.memory.decision import Binding
 from dfopt.models.memory.diagnose import capacity_text, fmt, overflow_error
 from dfopt.models.memory.exact import (
@@ -82,13 +82,10 @@ def _no_fit(data: MemoryData, what: str) -> NoSolutionError:
 
 
 @dataclass(frozen=True)
-class Heuristic:
+class Heuristic(Unbounded):
     """The size-ordered binding: largest memories first, each in its cheapest kind that fits."""
 
     name: str = "heuristic"
-    solvers: tuple = ()
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, data: MemoryData, options: Options) -> Outcome:
         if data.problem.fits(data.heuristic):
@@ -102,16 +99,11 @@ class Heuristic:
 
 
 @dataclass(frozen=True)
-class Exact:
+class Exact(Bounded):
     """Least peak, then least sum at that peak (:mod:`.exact`), on CP-SAT or a MIP backend."""
 
-    name: str
-    solvers: tuple
-    exact: bool = True
-    bound: bool = True
-
     def solve(self, data: MemoryData, options: Options) -> Outcome:
-        backend = options.solver or self.solvers[0]
+        backend = self.backend(options)
         out = _decide(data, backend, options)
         if out.binding is None:
             raise _no_fit(data, f"{backend} found no binding within the time limit ({options.time_limit:g} s)")

@@ -22,7 +22,7 @@ import numpy as np
 
 from dfopt.errors import InfeasibleError, NoSolutionError
 from dfopt.ir.memory import KIND_RESOURCE
-from dfopt.models.base import Outcome
+from dfopt.models.base import Bounded, Outcome, Unbounded, incumbent_stats
 from dfopt.models.placement.bipartition import bipartition_placement
 from dfopt.models.placement.conflict import explain_infeasible
 from dfopt.models.placement.data import PlacementData
@@ -88,11 +88,8 @@ def no_placement(pp: PlacementProblem, options: Options, what: str, proven: bool
 
 
 @dataclass(frozen=True)
-class Greedy:
+class Greedy(Unbounded):
     name: str = "greedy"
-    solvers: tuple = ()
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, pp: PlacementProblem, options: Options) -> Outcome:
         if pp.greedy is None:
@@ -101,11 +98,9 @@ class Greedy:
 
 
 @dataclass(frozen=True)
-class Bipartition:
+class Bipartition(Unbounded):
     name: str = "bipartition"
     solvers: tuple = ("cpsat",)
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, pp: PlacementProblem, options: Options) -> Outcome:
         stats: dict = {}
@@ -121,14 +116,12 @@ class Bipartition:
 
 
 @dataclass(frozen=True)
-class Exact:
-    name: str
-    solvers: tuple
-    exact: bool = True
-    bound: bool = True
+class Exact(Bounded):
+    """The exact placement model (:mod:`.exact`) on CP-SAT or a MIP backend, hinted with the greedy
+    placement; the greedy one when the model returns nothing better."""
 
     def solve(self, pp: PlacementProblem, options: Options) -> Outcome:
-        backend = options.solver or self.solvers[0]
+        backend = self.backend(options)
         d, greedy, choices = pp.data, pp.greedy, pp.choices
         model_data = d
         if choices:
@@ -143,15 +136,11 @@ class Exact:
         res = solve_exact(em, backend, options.time_limit, options.seed, options.deterministic,
                           workers=options.workers if backend == "cpsat" else None)
         stats.update(time_solver_s=res.wall_time_s, termination=res.termination.value)
-        incumbents = res.stats.get("incumbents", [])
-        stats["incumbents"] = [(round(t, 4), v) for t, v in incumbents]
         if res.termination is Termination.INFEASIBLE:
             no_placement(pp, options, backend, proven=True)
         bound = None if res.bound is None else res.bound - bound_margin(em, model_data)
         g_obj = d.evaluate(greedy).objective if greedy is not None else None
-        if g_obj is not None:
-            better = [t for t, v in incumbents if v < g_obj - 1e-9]
-            stats["first_better_than_greedy_s"] = better[0] if better else None
+        stats.update(incumbent_stats(res.stats.get("incumbents", []), g_obj))
         limit = res.termination is Termination.TIME_LIMIT
         if res.values_array is not None:
             assign = decode(em, res.values_array)

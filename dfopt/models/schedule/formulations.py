@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import islpy as isl
 
 from dfopt.ir.program import Program
-from dfopt.models.base import Outcome
+from dfopt.models.base import Outcome, Unbounded
 from dfopt.models.schedule.baseline import isl_schedule
 from dfopt.models.schedule.config import Config
 from dfopt.models.schedule.decision import Schedule
@@ -47,13 +47,11 @@ class ScheduleData:
 
 
 @dataclass(frozen=True)
-class PolyTOPS:
+class PolyTOPS(Unbounded):
     """One integer program per schedule dimension, outermost first."""
 
     name: str = "polytops"
     solvers: tuple = ("cpsat",) + MIP_SOLVERS
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, data: ScheduleData, options: Options) -> Outcome:
         t = time.perf_counter()
@@ -62,13 +60,11 @@ class PolyTOPS:
 
 
 @dataclass(frozen=True)
-class Isl:
+class Isl(Unbounded):
     """isl's scheduler on the same dependences (the baseline)."""
 
     name: str = "isl"
     solvers: tuple = ("isl",)
-    exact: bool = False
-    bound: bool = False
 
     def solve(self, data: ScheduleData, options: Options) -> Outcome:
         text, seconds = isl_schedule(data.problem, data.config)
