@@ -25,6 +25,7 @@ anything else               error / none
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sys
@@ -176,6 +177,13 @@ class HighsBackend(Backend):
         h.run()
         elapsed = time.perf_counter() - start
         status_name = h.getModelStatus().name
+        if status_name == "kSolveError" and "presolve" not in options.params:
+            # HiGHS's presolve fails on some small MIPs (highspy 1.16: kSolveError in milliseconds
+            # on a 7-kernel fusion model that solves without it): solve once more without it
+            logger.debug("highs on %r: kSolveError with presolve; solving again without presolve", data.name)
+            left = max(1e-3, float(options.time_limit) - elapsed)
+            return self.solve(data, dataclasses.replace(options, time_limit=left,
+                                                        params={**options.params, "presolve": "off"}))
         if status_name == "kUnboundedOrInfeasible":
             status_name = _disambiguate(h, lp)
         return _collect(h, status_name, data, options, elapsed, incumbents)
