@@ -115,9 +115,10 @@ class Fifo:
     var: str
     name: str
     port: Port
-    depth: int                 # beats
+    depth: int                 # beats: max(2, depth_tokens x beats)
     depth_tokens: int
-    tokens: int
+    tokens: int                # beats
+    beats: int                 # per token (a ping-pong stream: per buffer half)
     storage: str | None = None  # SRL / LUTRAM / BRAM / URAM (the memory stage's binding)
     group: int = 0
     kind: str = "stream"        # stream | ping-pong
@@ -236,7 +237,7 @@ class _Design:
         per = port.beats if beats is None else beats
         storage = STORAGE.get(self.storage.get(name, ""), None)
         group = self.group_of[kernel] if self.group_of is not None else 0
-        self.fifos.append(Fifo(var, name, port, max(2, depth_tokens * per), depth_tokens, tokens * per,
+        self.fifos.append(Fifo(var, name, port, max(2, depth_tokens * per), depth_tokens, tokens * per, per,
                                storage, group, kind))
 
     def _call(self, fn: str, call: str, reads: tuple, writes: tuple, kernel: str) -> None:
@@ -392,7 +393,7 @@ class _Design:
         for f in self.fifos:
             if f.group != g:
                 continue
-            note = f"  // {f.depth_tokens} token(s) x {f.depth // max(1, f.depth_tokens)} beat(s)" \
+            note = f"  // {f.depth_tokens} token(s) x {f.beats} beat(s)" \
                 if f.kind == "stream" else "  // ping-pong: two buffer halves"
             lines += [f'  hls::stream<{f.port.beat}> {f.var}("{f.name}");',
                       f"#pragma HLS stream variable={f.var} depth={f.depth}"]
@@ -447,7 +448,7 @@ class _Design:
         streams = [{"name": f.name, "var": f.var, "src": writer.get(f.var), "dst": reader.get(f.var),
                     "region": self.region_name(f.group), "kind": f.kind, "dtype": f.port.itype.dtype,
                     "lanes": f.port.lanes, "element_bits": f.element_bits,
-                    "beats_per_token": f.depth // max(1, f.depth_tokens) if f.kind == "stream" else None,
+                    "beats_per_token": f.beats if f.kind == "stream" else None,
                     "tokens": f.tokens, "depth": f.depth, "depth_tokens": f.depth_tokens,
                     "storage": f.storage} for f in self.fifos]
         m_axi = [{"bundle": f"gmem_{port}", "port": port, "bank": bank_of.get(port),
