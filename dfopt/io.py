@@ -75,8 +75,8 @@ def sweep_stale(folder: StrPath) -> list[str]:
             else:
                 os.unlink(full)
             removed.append(name)
-        except OSError:
-            pass
+        except OSError:      # another process removed it first, or it is not ours to remove
+            continue
     return removed
 
 
@@ -119,12 +119,17 @@ def check_output_dir(path: StrPath, flag: str, force: bool = False) -> None:
     _parent(path, flag)
 
 
+_SWEPT: set[str] = set()      # folders this process has swept (once each: a bench writes thousands of files)
+
+
 def write_bytes_atomic(path: StrPath, data: bytes) -> None:
     """Bytes version of :func:`write_text_atomic`; the file gets the usual 0666 & ~umask mode."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    sweep_stale(folder)
+    if folder not in _SWEPT:
+        sweep_stale(folder)
+        _SWEPT.add(folder)
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(), suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -417,8 +417,8 @@ class _StreamReporter(Reporter):
         try:
             self.stream.write(text)
             self.stream.flush()
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError):    # the terminal went away (closed pipe or stream): progress is optional
+            return
 
     def _on_start(self, ph: Phase) -> None: ...
     def _on_update(self, ph: Phase) -> None: ...

@@ -80,7 +80,7 @@ def solve(instance: Instance, options: CommonOptions) -> Solution:
         stats={"time_limit_s": options.time_limit, "time_prepare_s": t1 - t0, "time_solve_s": t2 - t1,
                **outcome.stats})
     t3 = time.perf_counter()
-    solution.checks = run_checks(problem, instance, options, solution)
+    solution.checks = run_checks(problem, instance, options, solution, recount=False)  # the report is fresh
     solution.stats["time_check_s"] = time.perf_counter() - t3
     solution.wall_time_s = time.perf_counter() - t0
     return solution
@@ -133,11 +133,13 @@ def require_parts(problem: Problem, instance: Instance) -> None:
                                 f"(streams {', '.join(cycle)})", pointer="/graph/streams")
 
 
-def run_checks(problem: Problem, instance: Instance, options: CommonOptions, solution: Solution) -> list[Check]:
+def run_checks(problem: Problem, instance: Instance, options: CommonOptions, solution: Solution,
+               recount: bool = True) -> list[Check]:
     """The problem's own checks, then the solution record's (status, bound, recorded parameters)
-    and, where the problem recounts its report, the report's."""
+    and, where the problem recounts its report and ``recount`` asks for it, the report's (``solve``
+    skips it: its report was just computed from the decision by the same function)."""
     out = list(problem.checks(instance, options, solution)) + [record_check(problem, instance, options, solution)]
-    if problem.recount and all(c.ok for c in out):     # a report is recomputed from a decision that holds
+    if recount and problem.recount and all(c.ok for c in out):     # a report is recomputed from a decision that holds
         out.append(report_check(problem, instance, options, solution))
     return out
 
