@@ -190,6 +190,22 @@ case("fifo", "figure-total-bits", lambda d: d["fifo"].update(total_bits=d["fifo"
 case("fifo", "figure-makespan", lambda d: d["fifo"].update(makespan=d["fifo"]["makespan"] - 1),
      ("objective-recounted",))
 case("fifo", "figure-reference-makespan", lambda d: d["fifo"].update(reference_makespan=1), ("objective-recounted",))
+# the report recount and the search record (found by the fuzz battery)
+case("fifo", "makespan-deleted", drop("fifo/makespan"), ("fifo-report",))
+case("fifo", "safe-deleted", drop("fifo/safe"), ("fifo-report",))
+case("fifo", "baseline-total-bits", put("fifo/occupancy_baseline/total_bits", 2 ** 31), ("fifo-report",))
+case("fifo", "baseline-doubled", lambda d: d["fifo"].update(occupancy_baseline=[d["fifo"]["occupancy_baseline"]] * 2),
+     ("fifo-report",))
+case("fifo", "candidate-bram18", put("fifo/candidates/slack/bram18", 10 ** 30), ("search-record",))
+case("fifo", "candidate-safe-deleted", drop("fifo/candidates/slack/safe"), ("search-record",))
+case("fifo", "candidate-dangling", put("fifo/candidates/slack", "no_such_name"), ("search-record",))
+case("fifo", "candidate-unsafe", put("fifo/candidates/slack/safe", False), ("search-record",))
+case("fifo", "candidate-cheaper", put("fifo/candidates/other", {"safe": True, "proof": "simulated", "total_depth": 1,
+                                                                 "total_bits": 1, "bram18": 0}), ("search-record",))
+case("fifo", "chosen-deleted", drop("fifo/chosen"), ("search-record",))
+case("fifo", "chosen-unknown", put("fifo/chosen", "lp-flow"), ("search-record",))
+case("fifo", "proof-renamed", put("fifo/proof", "x y"), ("search-record",))
+case("fifo", "repaired-flipped", put("fifo/repaired", True), ("search-record",))
 record_cases("fifo")
 
 # converter (fig5: one stream, buffer [8, 2] of f32, shared loops 1) -------------------------------
@@ -508,6 +524,13 @@ def _stage(stage: str, **values):
     return change
 
 
+case("pipeline", "stage-checks-ok", _stage("memory", checks_ok=False), ("pipeline-stages",))
+case("pipeline", "stage-checks-ok-deep", _stage("memory", checks_ok=[[True]]), ("pipeline-stages",))
+case("pipeline", "stage-figure", _stage("fifo", total_depth=1), ("pipeline-stages",))
+case("pipeline", "stage-tiling-lanes", _stage("tiling", lanes=1), ("pipeline-stages",))
+case("pipeline", "stage-dropped", lambda d: d["pipeline"]["stages"].pop(), ("pipeline-stages",))
+case("pipeline", "fifo-proof", put("fifo/proof", "%arg0"), ("fifo:search-record",))
+case("pipeline", "fifo-chosen-deleted", drop("fifo/chosen"), ("fifo:search-record",))
 case("pipeline", "fusion-group-split", _pipeline_split, ("fusion:fusion-objective", "fifo:depths-complete"))
 case("pipeline", "fusion-kernel-dropped", lambda d: d["fusion"]["groups"][0].pop(), ("fusion:fusion-partition",))
 case("pipeline", "fifo-deepest-to-1", _pipeline_deepest, ("fifo:witness", "fifo:simulated"))

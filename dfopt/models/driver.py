@@ -160,22 +160,22 @@ def report_check(problem: Problem, instance: Instance, options: CommonOptions, s
     for key in sorted(set(fresh) - problem.process_keys):
         if key not in root:
             bad.append(f"{key}: the solution does not give it")
-        elif not _same(root[key], fresh[key]):
+        elif not same_value(root[key], fresh[key]):
             bad.append(f"{key}: the solution says {_short(root[key])}, the decision gives {_short(fresh[key])}")
     return Check(f"{problem.name}-report", not bad, bad)
 
 
-def _same(a, b) -> bool:
+def same_value(a, b) -> bool:
     """JSON-equal, tuples as lists, numbers within a relative 1e-9."""
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b or (type(a) is type(b) and a == b)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return set(map(str, a)) == set(map(str, b)) and all(_same(a[k], b[k]) for k in a) if set(a) == set(b) else \
-            {str(k): v for k, v in a.items()} == {str(k): v for k, v in b.items()}
+        a, b = {str(k): v for k, v in a.items()}, {str(k): v for k, v in b.items()}
+        return set(a) == set(b) and all(same_value(a[k], b[k]) for k in a)
     return a == b
 
 

@@ -74,30 +74,47 @@ def _vector(data: FifoData, decision: FifoDepths) -> np.ndarray:
 
 
 def report(data: FifoData, outcome: Outcome, options: Options) -> dict:
-    """The ``fifo`` section beside the depths: totals, the proof, every candidate, the baseline."""
-    best, candidates = outcome.report["best"], outcome.report["candidates"]
+    """The ``fifo`` section beside the depths: totals, the proof, every candidate, the baseline.
+
+    From a decision alone (``outcome.report`` empty: the checker's recount) only the figures the
+    instance and the depths give; the search's record (``PROCESS_KEYS``) is checked by
+    :func:`~dfopt.models.fifo.checks.search_record_faults` instead."""
     arrays = data.arrays
-    section = {
+    found = outcome.report
+    section: dict = {
         "makespan": int(data.makespan), "reference_makespan": int(data.makespan),
         "objective": options.objective, "strategy": options.strategy,
-        **totals(arrays, best.depths),
-        "chosen": best.name, "proof": best.proof,
-        "repaired": best.name.endswith("-repaired"),
-        "repair_steps": int(data.stats.get(f"{best.name.removesuffix('-repaired')}_repair_rounds", 0)),
-        "safe": True, "latency_preserving": True,
-        "candidates": {c.name: {"safe": c.safe, "proof": c.proof, **totals(arrays, c.depths)} for c in candidates},
-        "occupancy_baseline": totals(arrays, data.occupancy),
+        **totals(arrays, _vector(data, outcome.decision)),
     }
-    lp_cands = [c for c in candidates if c.name.startswith("lp")]
-    if lp_cands:
-        section["lp"] = {"candidate": lp_cands[0].name, "safe": lp_cands[0].safe, **totals(arrays, lp_cands[0].depths)}
-    if best.witness is not None:
-        section["witness"] = _witness_dict(data, best.witness)
-    if best.sim is not None:
-        section["start"] = {k: int(v) for k, v in best.sim.start.items()}
+    if found:
+        best, candidates = found["best"], found["candidates"]
+        section.update({
+            "chosen": best.name, "proof": best.proof,
+            "repaired": best.name.endswith("-repaired"),
+            "repair_steps": int(data.stats.get(f"{best.name.removesuffix('-repaired')}_repair_rounds", 0))})
+    section.update({"safe": True, "latency_preserving": True})    # the checks prove both before a recount
+    if found:
+        section["candidates"] = {c.name: {"safe": c.safe, "proof": c.proof, **totals(arrays, c.depths)}
+                                 for c in candidates}
+    section["occupancy_baseline"] = totals(arrays, data.occupancy)
+    if found:
+        lp_cands = [c for c in candidates if c.name.startswith("lp")]
+        if lp_cands:
+            section["lp"] = {"candidate": lp_cands[0].name, "safe": lp_cands[0].safe,
+                             **totals(arrays, lp_cands[0].depths)}
+        if best.witness is not None:
+            section["witness"] = _witness_dict(data, best.witness)
+        if best.sim is not None:
+            section["start"] = {k: int(v) for k, v in best.sim.start.items()}
     if data.delays is not None:
         section["delays"] = {n: float(round(d, 6)) for n, d in zip(data.names, data.delays)}
     return section
+
+
+#: what only the search knows (checked for consistency by ``search_record_faults``, the witness by
+#: the witness check, not recounted): the candidates and their proofs, the LP's delays, start times
+PROCESS_KEYS = frozenset({"chosen", "proof", "repaired", "repair_steps", "candidates", "lp", "witness", "start",
+                          "delays"})
 
 
 def _witness_dict(data: FifoData, mix: np.ndarray) -> dict:
@@ -117,7 +134,7 @@ def _plot(instance, solution, path, streams=None) -> None:
 PROBLEM = Problem(
     info=registry.info("fifo"), options=Options, decision=FifoDepths, prepare=prepare,
     formulations=formulations(), default="slack", objective=objective, report=report, checks=checks,
-    summary=summary, plot=_plot,
+    summary=summary, plot=_plot, recount=True, process_keys=PROCESS_KEYS,
     recorded={"objective": lambda inst, o: o.objective, "strategy": lambda inst, o: o.strategy})
 
 

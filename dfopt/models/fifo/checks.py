@@ -94,10 +94,60 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
         if sec.get(key) not in (None, reference.makespan):
             tot_bad.append(f"{key}: reported {sec[key]}, simulated unbounded {reference.makespan}")
     out.append(Check("objective-recounted", not tot_bad, tot_bad))
+    record = search_record_faults(sec, recount, options.objective)
+    out.append(Check("search-record", not record, record))
     if not any(c.name in ("witness", "simulated") for c in out):
         out.append(Check("latency-preserving", False,
                          ["no witness schedule dominates these depths and simulation was not run"]))
     return out
+
+
+_FIGURES = ("total_depth", "total_bits", "bram18")
+_OBJECTIVE_KEY = {"depth": "total_depth", "bits": "total_bits", "bram18": "bram18"}
+
+
+def search_record_faults(sec: dict, recount: dict, objective: str) -> list[str]:
+    """Faults of the search's record in a fifo section (what no recount reaches): the chosen
+    candidate is listed, safe, with the section's proof and the decision's figures; every
+    candidate is ``{safe, proof, figures}`` with non-negative integer figures; no safe candidate
+    is cheaper than the chosen one (the rule that chose it); ``repaired`` and ``lp`` agree."""
+    bad = []
+    chosen, proof, cands = sec.get("chosen"), sec.get("proof"), sec.get("candidates")
+    if not isinstance(chosen, str) or not isinstance(proof, str) or not isinstance(cands, dict):
+        return ["chosen, proof and candidates must be given (a name, a text and an object)"]
+    for name, c in cands.items():
+        ok = (isinstance(c, dict) and isinstance(c.get("safe"), bool) and isinstance(c.get("proof"), str)
+              and all(isinstance(c.get(k), int) and not isinstance(c.get(k), bool) and c[k] >= 0 for k in _FIGURES))
+        if not ok:
+            bad.append(f"candidates/{name}: expected {{safe: bool, proof: text, {', '.join(_FIGURES)}: "
+                       "integers >= 0}}")
+    if bad:
+        return bad
+    if chosen not in cands:
+        return [f"chosen {chosen!r} is not among the candidates ({', '.join(sorted(cands))})"]
+    best = cands[chosen]
+    if best["safe"] is not True:
+        bad.append(f"the chosen candidate {chosen!r} is recorded unsafe")
+    if best["proof"] != proof:
+        bad.append(f"proof {proof!r} differs from the chosen candidate's {best['proof']!r}")
+    bad += [f"candidates/{chosen}/{k}: reported {best[k]}, recounted {recount[k]}"
+            for k in _FIGURES if best[k] != recount[k]]
+    key = _OBJECTIVE_KEY.get(objective, "total_depth")
+    cheaper = sorted(n for n, c in cands.items() if c["safe"] and c[key] < best[key])
+    if cheaper:
+        bad.append(f"safe candidates {', '.join(cheaper)} have a lower {key} than the chosen {chosen!r}: "
+                   "the cheapest safe candidate is chosen")
+    if sec.get("repaired") is not chosen.endswith("-repaired"):
+        bad.append(f"repaired {sec.get('repaired')!r} disagrees with the chosen candidate {chosen!r}")
+    steps = sec.get("repair_steps")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        bad.append(f"repair_steps {steps!r} is not an integer >= 0")
+    lp = sec.get("lp")
+    if lp is not None:
+        c = cands.get(lp.get("candidate")) if isinstance(lp, dict) else None
+        if c is None or lp.get("safe") is not c["safe"] or any(lp.get(k) != c[k] for k in _FIGURES):
+            bad.append("lp must repeat one candidate's name, safety and figures")
+    return bad
 
 
 def check(instance: Instance, solution: Solution, options: Options | None = None) -> list[str]:

@@ -34,6 +34,7 @@ from dfopt.models.pipeline.stages import (
     memory_stage,
     placement_stage,
     run,
+    stage_details,
     tiling_faults,
     tiling_stage,
 )
@@ -162,7 +163,7 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
     stages = {s["name"]: s for s in (listed if isinstance(listed, list) else [])
               if isinstance(s, dict) and isinstance(s.get("name"), str)}
     assert instance.operators is not None  # the driver checks the parts a problem needs
-    tiled, _ = tiling_stage(instance.operators, options.default_tile_size, options.overall_unroll_size)
+    tiled, tiling = tiling_stage(instance.operators, options.default_tile_size, options.overall_unroll_size)
     faults = tiling_faults(tiled)
     out = [Check("pipeline-tiling", not faults, faults[:10])]
 
@@ -188,7 +189,46 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
     out += stage("memory", channel_graph(sized), instance.platform)
     out += stage("placement", channel_graph(sized), instance.platform, memory_binding="heuristic")
     out.append(_figures(instance, solution, tiled))
+    out.append(_stage_records(listed, tiling.to_dict(), solution, out))
     return out
+
+
+def _stage_records(listed, tiling: dict, solution: Solution, done: list[Check]) -> Check:
+    """The ``pipeline.stages`` list: the stages in order, the tiling stage as recomputed, and each
+    later stage's ``checks_ok`` and figures as its checks and its section give them (its objective,
+    status and bound are checked by the stage's own record check)."""
+    names = [s.get("name") if isinstance(s, dict) else None for s in listed] if isinstance(listed, list) else None
+    if names != ["tiling", *STAGES]:
+        return Check("pipeline-stages", False, [f"stages must list tiling, {', '.join(STAGES)} in order, got {names}"])
+    bad = []
+    fresh = {k: v for k, v in tiling.items() if k != "time_s"}
+    bad += [f"stages/0/{k}: recorded {listed[0].get(k)!r}, recomputed {v!r}" for k, v in fresh.items()
+            if not _same_value(listed[0].get(k, _MISSING), v)]
+    for i, name in enumerate(STAGES, start=1):
+        rec = listed[i]
+        ok = all(c.ok for c in done if c.name.startswith(f"{name}:"))
+        if rec.get("checks_ok") is not ok:
+            bad.append(f"stages/{i}/checks_ok: recorded {rec.get('checks_ok')!r}, the {name} checks give {ok}")
+        try:
+            figures = stage_details(name, solution.sections.get(name) or {}, getattr(solution.decision, name))
+        except (KeyError, TypeError, AttributeError, ValueError) as err:
+            bad.append(f"stages/{i}: the {name} section lacks a figure the stage records ({err})")
+            continue
+        bad += [f"stages/{i}/{k}: recorded {rec.get(k, _MISSING)!r}, the {name} section gives {v!r}"
+                for k, v in figures.items() if not _same_value(rec.get(k, _MISSING), v)]
+        for k in ("objective", "status"):
+            if k not in rec:
+                bad.append(f"stages/{i}/{k}: missing")
+    return Check("pipeline-stages", not bad, bad[:10])
+
+
+_MISSING = object()
+
+
+def _same_value(a, b) -> bool:
+    from dfopt.models.driver import same_value
+
+    return a is not _MISSING and same_value(a, b)
 
 
 def _figures(instance, solution, tiled) -> Check:

@@ -101,35 +101,45 @@ def _result(name: str, t0: float, sol: Solution, details: dict) -> StageResult:
                        sol.bound)
 
 
+def stage_details(stage: str, section: dict, decision: Any) -> dict:
+    """The figures a pipeline stage records beside its objective, read off its solution's section
+    and decision (also what the pipeline's checker compares the recorded stages with)."""
+    if stage == "fusion":
+        return {"groups": len(decision.groups), "dram_bytes": section["dram_bytes"],
+                "unfused_dram_bytes": section["unfused_dram_bytes"], "onchip_bytes": section["onchip"]["fused_bytes"],
+                "buffered_bytes": section["onchip"]["buffered_bytes"]}
+    if stage == "fifo":
+        return {k: section[k] for k in ("total_depth", "total_bits", "bram18", "makespan")}
+    if stage == "memory":
+        return {"peak": section["peak"], "peak_at": section.get("peak_at"), "counts": section.get("counts", {})}
+    if stage == "placement":
+        return {"slot_utilization": {s: max(v["utilization"].values()) for s, v in section["slots"].items()},
+                "crossing_streams": section["crossing_streams"]}
+    raise KeyError(stage)
+
+
 def fusion_stage(graph: DataflowGraph, platform: Platform | None, name: str = "design",
                  **options: Any) -> tuple[DataflowGraph, StageResult]:
     from dfopt.models.fusion import fused_design
 
     t = time.perf_counter()
     sol = _solve("fusion", graph, platform, name, options)
-    sec = sol.sections["fusion"]
-    return fused_design(graph, sol.decision), _result("fusion", t, sol, {
-        "groups": len(sol.decision.groups), "dram_bytes": sec["dram_bytes"],
-        "unfused_dram_bytes": sec["unfused_dram_bytes"], "onchip_bytes": sec["onchip"]["fused_bytes"],
-        "buffered_bytes": sec["onchip"]["buffered_bytes"]})
+    return fused_design(graph, sol.decision), _result("fusion", t, sol, stage_details("fusion", sol.sections["fusion"],
+                                                                                      sol.decision))
 
 
 def fifo_stage(graph: DataflowGraph, name: str = "design", **options: Any) -> tuple[DataflowGraph, StageResult]:
     t = time.perf_counter()
     sol = _solve("fifo", graph, None, name, options)
-    sec = sol.sections["fifo"]
-    return graph.with_depths(sol.decision.depths), _result("fifo", t, sol, {
-        "total_depth": sec["total_depth"], "total_bits": sec["total_bits"], "bram18": sec["bram18"],
-        "makespan": sec["makespan"]})
+    return graph.with_depths(sol.decision.depths), _result("fifo", t, sol, stage_details("fifo", sol.sections["fifo"],
+                                                                                         sol.decision))
 
 
 def memory_stage(graph: DataflowGraph, platform: Platform | None, name: str = "design",
                  **options: Any) -> StageResult:
     t = time.perf_counter()
     sol = _solve("memory", channel_graph(graph), platform, name, options)
-    sec = sol.sections["memory"]
-    return _result("memory", t, sol, {"peak": sec["peak"], "peak_at": sec.get("peak_at"),
-                                      "counts": sec.get("counts", {})})
+    return _result("memory", t, sol, stage_details("memory", sol.sections["memory"], sol.decision))
 
 
 def channel_graph(graph: DataflowGraph) -> DataflowGraph:
@@ -152,9 +162,7 @@ def placement_stage(graph: DataflowGraph, platform: Platform | None, name: str =
                     **options: Any) -> StageResult:
     t = time.perf_counter()
     sol = _solve("placement", channel_graph(graph), platform, name, {"memory_binding": "heuristic", **options})
-    sec = sol.sections["placement"]
-    util = {s: max(v["utilization"].values()) for s, v in sec["slots"].items()}
-    return _result("placement", t, sol, {"slot_utilization": util, "crossing_streams": sec["crossing_streams"]})
+    return _result("placement", t, sol, stage_details("placement", sol.sections["placement"], sol.decision))
 
 
 def dram_traffic(opgraph: OpGraph, tiled: DataflowGraph, fusion_dram_bytes: float) -> dict:
