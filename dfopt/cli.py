@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
@@ -213,12 +214,14 @@ def _problem(name):
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    from dfopt import limits
     from dfopt.instance import load
     from dfopt.io import write_json_atomic
     from dfopt.models import driver
     from dfopt.progress import make_reporter, phase, reporting
     from dfopt.summary import solution_summary
 
+    limits.start_command(getattr(args, "started", None))
     with reporting(make_reporter(sys.stderr, quiet=args.quiet or args.json)):
         with phase(f"loading {args.instance}"):
             instance = load(args.instance)
@@ -242,6 +245,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     _out(json.dumps(solution.to_dict(), indent=1) if args.json else solution_summary(instance, solution, shown))
     if not args.json and written is not None:
         _out(_emit_line(problem.name, args.emit_dir, written))
+    _overrun_note(args, options.time_limit, solution.stats)
     if not solution.ok:
         failed = ", ".join(c.name for c in solution.failed_checks)
         kept = f"; written to {args.output} marked rejected" if args.output and args.keep_failed else \
@@ -249,6 +253,22 @@ def cmd_solve(args: argparse.Namespace) -> int:
         sys.stderr.write(f"dfopt: the answer failed its checks ({failed}){kept}\n")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _overrun_note(args: argparse.Namespace, limit: float, stats: dict) -> None:
+    """Say so when the command ran past ``--time-limit`` by more than the stated overhead, with the
+    time of each phase (dfopt.limits)."""
+    from dfopt import limits
+
+    took = time.perf_counter() - getattr(args, "started", time.perf_counter())
+    if took <= limit + limits.STATED_OVERHEAD_S:
+        return
+    phases = [(k, stats.get(f"time_{k}_s")) for k in ("load", "prepare", "solve", "check")]
+    text = ", ".join(f"{name} {value:.1f} s" for name, value in phases if isinstance(value, (int, float)))
+    sys.stdout.flush()
+    sys.stderr.write(f"dfopt: note: the command took {took:.1f} s, past --time-limit {limit:g} s ({text}; the "
+                     "rest writing the output): solving is cut to fit the limit, loading, the problem data "
+                     "and the checks are not\n")
 
 
 def _emit_line(problem: str, out_dir: str, written) -> str:
@@ -365,6 +385,7 @@ def _exit_on_sigterm() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    started = time.perf_counter()         # dfopt solve's --time-limit counts from here (dfopt.limits)
     argv = list(sys.argv[1:] if argv is None else argv)
     problems = {}
     for command in ("solve", "check"):
@@ -379,6 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     _exit_on_sigterm()
+    args.started = started
     try:
         return COMMANDS[args.command](args)
     except NoSolutionError as err:

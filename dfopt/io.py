@@ -130,8 +130,9 @@ def write_bytes_atomic(path: StrPath, data: bytes) -> None:
     if folder not in _SWEPT:
         sweep_stale(folder)
         _SWEPT.add(folder)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(), suffix=".tmp", dir=folder)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(), suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -139,7 +140,7 @@ def write_bytes_atomic(path: StrPath, data: bytes) -> None:
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         raise
 

@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -71,6 +71,11 @@ class SolveOptions:
     log: bool = False
     record_incumbents: bool = False
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def spent(self, seconds: float) -> SolveOptions:
+        """These options with ``seconds`` (already spent on the way to the solver) taken off the
+        time limit; at least 10 ms remain."""
+        return replace(self, time_limit=max(0.01, self.time_limit - max(0.0, seconds)))
 
     def __post_init__(self) -> None:
         if not (isinstance(self.time_limit, (int, float)) and 0 < self.time_limit < math.inf):
@@ -220,12 +225,14 @@ def solve(model: LinearModel, backend: str = "cpsat", time_limit: float = 10.0, 
     >>> solve(m, "cpsat").values
     {'a': 0, 'b': 1}
     """
+    called = time.perf_counter()
     chosen = get_backend(backend)
     options = SolveOptions(time_limit, seed, deterministic, workers, log, record_incumbents,
                            dict(params or {}))
     data = model.data()
     chosen.check(data)
     start = time.perf_counter()
+    options = options.spent(start - called)        # the model's conversion counts against the limit
     with progress.phase(f"{chosen.display} {model.name}".strip(), time_limit) as ph:
         raw = chosen.solve(data, options)
         ph.update(incumbent=raw.objective, bound=raw.bound)

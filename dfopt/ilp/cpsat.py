@@ -93,7 +93,9 @@ class CpSatBackend(Backend):
         return importable("ortools")
 
     def solve(self, data: ModelData, options: SolveOptions) -> RawResult:
+        t0 = time.perf_counter()
         model, _, obj_mult = build_cp_model(data)
+        options = options.spent(time.perf_counter() - t0)     # building the CP-SAT model counts too
         outcome = _run(model, options, obj_mult, data.obj_offset, data.has_objective, None,
                        progress.current_phase())
         x = outcome.pop("x")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from dfopt.instance.common import _duplicate_names, _entries, _name, _unknown, _who
+from dfopt.instance.names import c_name_fault
 from dfopt.schema import found
 
 # == programs (isl) ===========================================================================
@@ -21,6 +22,7 @@ def _program_issues(program: dict, base: tuple) -> list:
     arrays = program.get("arrays")
     if not isinstance(arrays, dict):
         arrays = {}
+    issues += _name_issues(program, base)
     check = partial(_isl_issues, params=params)
     if isinstance(program.get("context"), str):
         issues += check("set", program["context"], base + ("context",), "")[1]
@@ -34,6 +36,20 @@ def _program_issues(program: dict, base: tuple) -> list:
         issues += more + _scheduled_statement_issues(umap, first, base + ("schedule",), "")
     issues += _sizes_issues(program.get("sizes"), params, base + ("sizes",))
     return issues
+
+
+def _name_issues(program: dict, base: tuple) -> list:
+    """Parameters, arrays, scalars and statements are named as the generated C can use them
+    (:mod:`dfopt.instance.names`)."""
+    named: list[tuple[tuple, str, object]] = [
+        (("params", i), "parameter", p) for i, p in enumerate(program.get("params") or [])
+        if isinstance(program.get("params"), list)]
+    for key, what in (("arrays", "array"), ("scalars", "scalar")):
+        if isinstance(program.get(key), dict):
+            named += [((key, n), what, n) for n in program[key]]
+    named += [(("statements", i, "name"), "statement", _name(st)) for i, st in _entries(program.get("statements"))]
+    return [(base + path, f"{what} {name!r}: {fault}; the generated C names it as it is, so rename it")
+            for path, what, name in named if isinstance(name, str) and (fault := c_name_fault(name))]
 
 
 def _sizes_issues(sizes, params: list, base: tuple) -> list:
@@ -70,6 +86,8 @@ def _statement_issues(statement: dict, base: tuple, check, arrays: dict) -> list
         if domain is not None and name is not None and domain.get_tuple_name() != name:
             issues.append((base + ("domain",), f"{who}: the domain's tuple is named "
                                                f"{domain.get_tuple_name()!r}; it must be the statement name {name!r}"))
+        if domain is not None:
+            issues += _iterator_issues(domain, base + ("domain",), who)
     for kind in ("reads", "writes"):
         texts = statement.get(kind)
         for j, text in enumerate(texts if isinstance(texts, list) else []):
@@ -80,6 +98,15 @@ def _statement_issues(statement: dict, base: tuple, check, arrays: dict) -> list
         issues += more + _scheduled_statement_issues(umap, {name: 0} if name else None,
                                                      base + ("schedule",), who)
     return issues
+
+
+def _iterator_issues(domain, path: tuple, who: str) -> list:
+    """The domain's iterators become the parameters of the statement's C macro."""
+    import islpy as isl
+
+    names = [domain.get_dim_name(isl.dim_type.set, i) for i in range(domain.dim(isl.dim_type.set))]
+    return [(path, f"{who}: iterator {n!r}: {fault}; the statement's C macro takes it as a parameter, so rename it")
+            for n in names if n and (fault := c_name_fault(n))]
 
 
 def _access_issues(text: str, path: tuple, who: str, name: str | None, check, arrays: dict) -> list:

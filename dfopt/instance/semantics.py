@@ -29,6 +29,7 @@ import networkx as nx
 from dfopt.instance.common import _at, _duplicate_names, _entries, _Faulty, _itensor_from_dict, _name, _unknown, _who
 from dfopt.instance.isl import _program_issues
 from dfopt.instance.types import NEEDS_DAG, NEEDS_GRAPH, NEEDS_OPERATORS, NEEDS_PLATFORM, NEEDS_PROGRAM, PROBLEMS
+from dfopt.ir.analyses import cyclic_nodes
 from dfopt.ir.itensor import DTYPE_BITS, ITensorType
 from dfopt.ir.opgraph import operator_issues
 from dfopt.ir.platform import PRESET_NAMES, load_preset
@@ -402,17 +403,23 @@ def _operator_limit_issues(ops: dict, base: tuple, faulty: _Faulty) -> list:
 
 def _cycle_issues(graph: dict, base: tuple, problem: str) -> list:
     """One cycle, named ``k0 -> k1 -> k0`` with its streams, when ``problem`` needs a DAG."""
-    g = nx.MultiDiGraph()
     order: dict[str, int] = {}
     for _, kernel in _entries(graph.get("kernels")):
         name = _name(kernel)
         if name is not None and name not in order:
             order[name] = len(order)
-            g.add_node(name)
+    arcs = []
     for i, stream in _entries(graph.get("streams")):
         src, dst = stream.get("src"), stream.get("dst")
         if isinstance(src, str) and isinstance(dst, str) and src in order and dst in order:
-            g.add_edge(src, dst, key=i)
+            arcs.append((order[src], order[dst], i))
+    cyclic = set(cyclic_nodes(len(order), ((u, v) for u, v, _ in arcs)))
+    if not cyclic:
+        return []
+    names = list(order)
+    g = nx.MultiDiGraph()                       # only what Kahn's algorithm left, to name one cycle
+    g.add_nodes_from(names[u] for u in sorted(cyclic))
+    g.add_edges_from((names[u], names[v], i) for u, v, i in arcs if u in cyclic and v in cyclic)
     try:
         edges = nx.find_cycle(g)
     except nx.NetworkXNoCycle:
@@ -421,10 +428,10 @@ def _cycle_issues(graph: dict, base: tuple, problem: str) -> list:
     edges = edges[start:] + edges[:start]
     path = " -> ".join([u for u, _, _ in edges] + [edges[0][0]])
     streams = graph["streams"]
-    names = ", ".join(_name(streams[i]) or f"#{i}" for _, _, i in edges)
+    listed = ", ".join(_name(streams[i]) or f"#{i}" for _, _, i in edges)
     return [(base + ("streams", edges[0][2]),
              f"problem {problem!r} needs an acyclic graph, but the kernels form the cycle {path} "
-             f"(streams {names}); remove one of these streams")]
+             f"(streams {listed}); remove one of these streams")]
 
 
 def _platform_issues(platform, problem: str | None) -> list:

@@ -19,11 +19,13 @@ the instance and the options only: a solution that records other parameters fail
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
 from typing import TYPE_CHECKING, Any
 
+from dfopt import limits
 from dfopt.errors import InstanceError
 from dfopt.models.base import Problem
 from dfopt.models.registry import get_problem
@@ -49,21 +51,34 @@ def make_options(instance: Instance, overrides: dict | None = None, origin: str 
 
 
 def solve(instance: Instance, options: CommonOptions) -> Solution:
-    """Solve ``instance`` with ``options`` (from :func:`make_options`); the solution is checked."""
+    """Solve ``instance`` with ``options`` (from :func:`make_options`); the solution is checked.
+
+    ``options.time_limit`` bounds the whole solve (:mod:`dfopt.limits`): the problem data and the
+    formulation get what is left of it after a reserve for the checks, the report and writing."""
+    with limits.budget(options.time_limit) as budget:
+        return _solve(instance, options, budget)
+
+
+def _solve(instance: Instance, options: CommonOptions, budget: limits.Budget) -> Solution:
     problem = get_problem(instance.problem)
     formulation = problem.formulation(options.formulation, _where(options, "formulation"))
     _check_solver(problem, formulation, options)
     require_parts(problem, instance)
     _check_budget(instance, options)
     t0 = time.perf_counter()
-    with phase(f"{problem.name} {formulation.name}", options.time_limit,
+    left = budget.remaining(t0) - limits.reserve(options.time_limit)
+    inner = options if left >= options.time_limit else _with_time_limit(options, max(limits.MIN_SOLVE_S, left))
+    with phase(f"{problem.name} {formulation.name}", inner.time_limit,
                numbers=getattr(formulation, "numbers", True)) as ph:
         ph.update(detail="preparing the problem data")
-        data = problem.prepare(instance, options)
+        data = problem.prepare(instance, inner)
         t1 = time.perf_counter()
+        left = budget.remaining(t1) - limits.reserve(options.time_limit)      # what the problem data left
+        if left < inner.time_limit:
+            inner = _with_time_limit(options, max(limits.MIN_SOLVE_S, left))
         ph.update(detail="solving")
         log.info("%s: %s formulation %s", instance.name, problem.name, formulation.name)
-        outcome = formulation.solve(data, options)
+        outcome = formulation.solve(data, inner)
     t2 = time.perf_counter()
     objective = problem.objective(data, outcome.decision)
     bound = _bound(problem, data, outcome, objective)
@@ -77,13 +92,22 @@ def solve(instance: Instance, options: CommonOptions) -> Solution:
         instance=instance.name, problem=problem.name, status=status, objective=objective, bound=bound,
         formulation=formulation.name, solver=outcome.solver, seed=options.seed, decision=outcome.decision,
         sections=sections, limit_reached=outcome.limit_reached,
-        stats={"time_limit_s": options.time_limit, "time_prepare_s": t1 - t0, "time_solve_s": t2 - t1,
+        stats={"time_limit_s": options.time_limit, "time_load_s": t0 - budget.start,
+               "time_solve_budget_s": inner.time_limit, "time_prepare_s": t1 - t0, "time_solve_s": t2 - t1,
                **outcome.stats})
     t3 = time.perf_counter()
     solution.checks = run_checks(problem, instance, options, solution, recount=False)  # the report is fresh
     solution.stats["time_check_s"] = time.perf_counter() - t3
     solution.wall_time_s = time.perf_counter() - t0
     return solution
+
+
+def _with_time_limit(options: CommonOptions, seconds: float) -> Any:
+    """A copy of validated ``options`` with another ``time_limit`` (not validated again: a
+    ``dataclasses.replace`` would re-run the checks with another origin in their messages)."""
+    inner = copy.copy(options)
+    object.__setattr__(inner, "time_limit", seconds)
+    return inner
 
 
 def prepare(instance: Instance, options: CommonOptions) -> Any:

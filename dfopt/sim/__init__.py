@@ -13,9 +13,9 @@ unbounded run, the depth that simulation-based sizing (Vitis cosim, hls4ml, FINN
 {'e': 3}
 """
 
-from dfopt.sim.engine import no_stall_depths, simulate
+from dfopt.sim.engine import no_stall_depths, reference_run, simulate
 from dfopt.sim.events import EventProgram, compile_events
 from dfopt.sim.result import Blocked, SimResult, Step
 
-__all__ = ["simulate", "no_stall_depths", "SimResult", "Blocked", "Step", "EventProgram",
+__all__ = ["simulate", "reference_run", "no_stall_depths", "SimResult", "Blocked", "Step", "EventProgram",
            "compile_events"]

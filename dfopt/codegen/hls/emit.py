@@ -87,7 +87,7 @@ def ident(name: str) -> str:
     >>> ident("fc1.bias"), ident("2x"), ident("float")
     ('fc1_bias', '_2x', 'float_')
     """
-    out = re.sub(r"\W", "_", name)
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)     # ASCII: \W would keep letters such as é
     if not out or out[0].isdigit():
         out = "_" + out
     return out + "_" if out in _KEYWORDS else out

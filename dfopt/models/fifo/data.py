@@ -18,7 +18,7 @@ from dfopt.errors import InfeasibleError
 from dfopt.models.fifo.checks import SIMULATE_EVENTS, blocked_text
 from dfopt.models.fifo.edges import objective_value, stream_arrays
 from dfopt.models.fifo.witness import refine, schedule_family
-from dfopt.sim import compile_events, simulate
+from dfopt.sim import compile_events, reference_run, simulate
 from dfopt.sim.result import SimResult
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class FifoData:
         self.deadline = time.perf_counter() + options.time_limit
         self.arrays = stream_arrays(graph, options.strategy)
         self.names = self.arrays.names
-        self.reference = simulate(graph, unbounded=True, record=True)
+        self.reference = reference_run(graph)
         if self.reference.deadlock:
             raise InfeasibleError("the graph deadlocks even with unbounded FIFOs: " + blocked_text(self.reference))
         assert self.reference.makespan is not None  # a run without deadlock has a makespan
@@ -79,13 +79,21 @@ class FifoData:
 
     def slack_candidate(self) -> Candidate:
         if self._slack is None:
-            lams = self.family.lambdas
-            values = [self.value(self.family.depths(lam)) for lam in lams]
+            lams: list[float] = []
+            values: list = []
+            for lam in self.family.lambdas:      # lam = 1 first: the reference run's occupancy, at no cost
+                if lams and time.perf_counter() >= self.deadline:
+                    self.stats["refine_stopped_by"] = "time limit"
+                    break
+                lams.append(lam)
+                values.append(self.value(self.family.depths(lam)))
             start = lams[int(np.argmin(values))]
             budget = self.options.refine_budget // max(self.events, 1)
             if budget >= 2 and self.family.prog.n_kernels > 1:
-                mix, depths, spent = refine(self.family, self.value, start, budget)
+                mix, depths, spent = refine(self.family, self.value, start, budget, deadline=self.deadline)
                 self.stats["refine_evaluations"] = spent
+                if spent < budget and time.perf_counter() >= self.deadline:
+                    self.stats["refine_stopped_by"] = "time limit"
                 self._slack = Candidate("slack", depths, True, self.value(depths),
                                         "witness (per-kernel mix)", witness=mix)
             else:

@@ -60,7 +60,8 @@ class Slack(Unbounded):
     name: str = "slack"
 
     def solve(self, data: FifoData, options: Options) -> Outcome:
-        return choose(data, [data.slack_candidate()], self.name)
+        candidate = data.slack_candidate()
+        return choose(data, [candidate], self.name, limit_reached="refine_stopped_by" in data.stats)
 
 
 @dataclass(frozen=True)

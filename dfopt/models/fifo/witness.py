@@ -35,6 +35,7 @@ can rebuild the schedule and verify it without trusting the search.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -125,20 +126,23 @@ def schedule_family(graph: DataflowGraph, reference: SimResult, lambdas: Iterabl
 
 
 def refine(family: ScheduleFamily, value: Callable[[np.ndarray], Any], start_lam: float, budget: int,
-           choices: Iterable[float] = (0.0, 0.5, 1.0)) -> tuple[np.ndarray, np.ndarray, int]:
+           choices: Iterable[float] = (0.0, 0.5, 1.0), deadline: float | None = None
+           ) -> tuple[np.ndarray, np.ndarray, int]:
     """Coordinate descent over per-kernel mixes: (lam per kernel, depths, evaluations spent).
 
     Starts from ``start_lam`` everywhere; sweeps the kernels in order, trying each of ``choices``
     and keeping a change only when ``value(depths)`` drops; stops after a sweep without gain or
-    after ``budget`` evaluations (each one schedule pass and one occupancy count). Deterministic.
+    after ``budget`` evaluations (each one schedule pass and one occupancy count), or at
+    ``deadline`` (a ``time.perf_counter`` value; then the result depends on the machine's speed).
+    Deterministic without a deadline.
     Progress: the best value so far and the evaluations spent, in a :func:`dfopt.progress.phase`.
     """
     with progress.phase("fifo: witness search") as ph:
-        return _refine(family, value, start_lam, budget, choices, ph)
+        return _refine(family, value, start_lam, budget, choices, ph, deadline)
 
 
 def _refine(family: ScheduleFamily, value, start_lam: float, budget: int, choices,
-            ph: progress.Phase) -> tuple[np.ndarray, np.ndarray, int]:
+            ph: progress.Phase, deadline: float | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     lam = np.full(family.prog.n_kernels, float(start_lam))
     _, best_depths = family.kernel_mix(lam)
     best, spent = value(best_depths), 1
@@ -149,6 +153,8 @@ def _refine(family: ScheduleFamily, value, start_lam: float, budget: int, choice
             for choice in choices:
                 if choice == lam[k] or spent >= budget:
                     continue
+                if deadline is not None and time.perf_counter() >= deadline:
+                    return lam, best_depths, spent
                 old, lam[k] = lam[k], choice
                 _, depths = family.kernel_mix(lam)
                 spent += 1

@@ -21,6 +21,7 @@ neighbours' memories; mlir-aie then lowers the FIFO to shared memory without DMA
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -84,6 +85,12 @@ class MappingData:
     index: dict = field(default_factory=dict)     # node -> grid index (attrs.index; else its position)
     # task -> data memory of a bundle of it: its largest member (members run in turn, reusing buffers)
     task_bytes: dict = field(default_factory=dict)
+
+    @functools.cached_property
+    def rank(self) -> dict:
+        """node -> (position of its task, its position): the member order of a physical node."""
+        trank = {t: i for i, t in enumerate(self.tasks)}
+        return {v: (trank[self.task[v]], i) for i, v in enumerate(self.nodes)}
 
 
 # -- construction ---------------------------------------------------------------------------------

@@ -65,9 +65,7 @@ def class_text(cls: tuple) -> str:
 
 
 def member_order(d: MappingData, members: Iterable[str]) -> list:
-    rank = {v: i for i, v in enumerate(d.nodes)}
-    trank = {t: i for i, t in enumerate(d.tasks)}
-    return sorted(members, key=lambda v: (trank[d.task[v]], rank[v]))
+    return sorted(members, key=d.rank.__getitem__)
 
 
 def node_kind(d: MappingData, members: Collection[str]) -> str:

@@ -55,9 +55,11 @@ class SearchFormulation(Unbounded):
         s = _search(d, options, options.time_limit)
         best = s.best()
         if best is None:
-            raise NoSolutionError(f"the search found no feasible folding in {s.stats['states']} states "
+            stop = (f"stopped by the time limit ({options.time_limit:g} s for the search) after"
+                    if time.perf_counter() > s.deadline else "in")
+            raise NoSolutionError(f"the search found no feasible folding: {stop} {s.stats['states']} states "
                                   f"({s.stats['leaves_failed']} foldings that fit the tiles failed to place or "
-                                  "route); raise max_states or branch, or try --formulation cpsat")
+                                  "route); raise --time-limit, max_states or branch, or try --formulation cpsat")
         _, assign, routes, _ = best
         return Outcome(_decision(assign, routes), Termination.FEASIBLE, solver="cpsat",
                        stats={**s.stats, "found": sorted(f[0] for f in s.found)}, limit_reached=_limited(s))

@@ -180,6 +180,8 @@ class Search:
         for a in nodes:
             if a in used:
                 continue
+            if time.perf_counter() > self.deadline:     # quadratic in the class: stop at the time limit
+                break
             best = None
             for b in nodes:
                 if b is a or b in used or not self.legal(a | b):

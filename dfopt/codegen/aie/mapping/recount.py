@@ -41,7 +41,7 @@ class _Mapping:
 
     def unique(self, base: str) -> str:
         """A fresh symbol from ``base`` (non-word characters become ``_``; ``_2``, ``_3`` on repeats)."""
-        base = re.sub(r"\W", "_", base)
+        base = re.sub(r"[^A-Za-z0-9_]", "_", base)      # ASCII: MLIR bare identifiers
         base = base if re.match(r"[A-Za-z_]", base) else f"s_{base}"
         name, k = base, 1
         while name in self.names:
