@@ -273,7 +273,8 @@ def _overrun_note(args: argparse.Namespace, limit: float, stats: dict) -> None:
 
 def _emit_line(problem: str, out_dir: str, written) -> str:
     if problem == "mapping":
-        return f"  MLIR-AIE written to {written['custom']} and {written['generic']}"
+        return (f"  MLIR-AIE written to {written['custom']} and {written['generic']}; run: make -C {out_dir} sim "
+                "(the functional model, docs/aie.md)")
     return (f"  HLS C++ written to {out_dir}; run: make -C {out_dir} csim (threaded), csim-vitis "
             "(Vitis's hls_stream.h), hls, xclbin (docs/hls.md)")
 

@@ -252,6 +252,7 @@ def _check_runtime(design: AieDesign, platform: Platform) -> list[str]:
     tiles = {t.coord: t for t in design.tiles}
     bds = _npu(platform).get("shim_tile", {}).get("bds", 16)
     issued: dict = {}
+    moved: dict = {}       # array-to-host elements per fifo
     for i, op in enumerate(rt.ops):
         where = f"runtime op {i}"
         if isinstance(op, DmaWait):
@@ -273,17 +274,26 @@ def _check_runtime(design: AieDesign, platform: Platform) -> list[str]:
         if not (shim_prod or shim_cons):
             out.append(f"{where}: fifo {op.fifo!r} has no shim tile end, so the host cannot reach it")
         issued[op.fifo] = op.issue_token or not shim_prod  # S2MM always issues a token
-        out += _check_transfer(where, op, f, buffers.get(op.buffer), bds)
+        out += _check_transfer(where, op, f, buffers.get(op.buffer), bds, whole=shim_prod)
+        if shim_cons and not shim_prod:
+            moved[op.fifo] = moved.get(op.fifo, 0) + op.elements
         buf = buffers.get(op.buffer)
         if buf is not None and len(op.sizes) == len(op.strides) == len(op.offsets) == 4:
             faults = pattern_faults(op.sizes, op.strides, op.offsets, DTYPE_BITS.get(buf.dtype, 32),
                                     limits_of(platform, "shim"))
             out += [f"{where} (fifo {op.fifo!r}, sizes {list(op.sizes)}, strides {list(op.strides)}): "
                     f"the shim buffer descriptor cannot hold it: {m}" for m in faults]
+    for name, n in moved.items():
+        if n % fifos[name].numel:
+            out.append(f"the transfers out of fifo {name!r} move {n} elements, not a whole number of its objects "
+                       f"({fifos[name].numel} elements each)")
     return out
 
 
-def _check_transfer(where: str, op: DmaTransfer, f: ObjectFifo, buf: HostBuffer | None, bds: int) -> list[str]:
+def _check_transfer(where: str, op: DmaTransfer, f: ObjectFifo, buf: HostBuffer | None, bds: int,
+                    whole: bool = True) -> list[str]:
+    """One transfer's faults; ``whole``: it must move whole objects (host to array; an array-to-host
+    transfer may end inside an object, the next one continuing its stream)."""
     out = []
     if buf is None:
         return [f"{where}: unknown host buffer {op.buffer!r}"]
@@ -306,7 +316,7 @@ def _check_transfer(where: str, op: DmaTransfer, f: ObjectFifo, buf: HostBuffer 
     if last >= math.prod(buf.shape):
         out.append(f"{where}: the access pattern reaches element {last} of host buffer {buf.name!r}, "
                    f"which has {math.prod(buf.shape)}")
-    if op.elements % f.numel:
+    if whole and op.elements % f.numel:
         out.append(f"{where}: moves {op.elements} elements, not a whole number of fifo {f.name!r} "
                    f"objects ({f.numel} elements each)")
     return out

@@ -104,10 +104,12 @@ def report(d: MappingData, outcome: Outcome, options: Options) -> dict:
 def _emit(instance, solution, out_dir, options: Options | None = None) -> dict:
     from dfopt.codegen.aie.emit import write_mlir
     from dfopt.codegen.aie.mapping import design_from_mapping
+    from dfopt.codegen.aie.mapping.functional import write_sim
 
     version = options.mlir_aie_version if options is not None else "latest"
-    return write_mlir(design_from_mapping(instance, solution), out_dir, name=instance.name,
-                      mlir_aie_version=version)
+    paths = write_mlir(design_from_mapping(instance, solution), out_dir, name=instance.name,
+                       mlir_aie_version=version)
+    return {**paths, **write_sim(instance, solution, out_dir, instance.name)}
 
 
 def _region(instance, options: Options):
@@ -120,7 +122,9 @@ PROBLEM = Problem(
     recount=True,
     info=registry.info("mapping"), options=Options, decision=MappingDecision, prepare=prepare,
     formulations=formulations(), default="search", objective=objective, report=report, checks=checks,
-    summary=summary, emit=_emit, emit_help="write the MLIR-AIE design as DIR/<name>.mlir and DIR/<name>.generic.mlir",
+    summary=summary, emit=_emit,
+    emit_help="write the MLIR-AIE design as DIR/<name>.mlir and DIR/<name>.generic.mlir, and a Makefile whose "
+              "`make sim` runs the functional model",
     recorded={"region": _region})
 
 

@@ -36,10 +36,12 @@ tiles (several consumers: a broadcast) or from its tile to the mem tile; per (me
 direction) collection one FIFO from / to its shim tile, linked to the route FIFOs by a distribute
 (inputs) or a join (outputs), the channels :mod:`dfopt.models.mapping.route` counts. A shim
 transfer moves whole objects of its FIFO, so a collection whose objects gather host blocks that no
-4-D access pattern reads in order (e.g. blocks 0, 2, 4 and 8) moves the host range spanning them
-instead (a *hull*: the parts sit at their host offsets in the hub object), and when that fails too
-(parts at other relative offsets per object, or overlapping) it is split into collections that each
-have a pattern, one more shim and mem-tile channel each (checked against the limits).
+4-D access pattern reads in order (e.g. blocks 0, 2, 4 and 8) moves, for an input, the host range
+spanning them instead (a *hull*: the parts sit at their host offsets in the hub object); an output
+is written run by run (a transfer per run of each object, at most ``PARTIAL_MAX`` in all: a hull
+would write its gaps over other tiles' blocks); when that fails too (parts at other relative offsets
+per object, or overlapping) it is split into collections that each have a pattern, one more shim
+and mem-tile channel each (checked against the limits).
 
 **Objects.** A *flow* is one FIFO, or the FIFOs of one link (which move the same number ``N`` of
 objects). ``N`` is the gcd of the tokens (blocks, for host routes) its FIFOs carry when the

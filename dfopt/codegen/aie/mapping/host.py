@@ -24,6 +24,12 @@ def _plan_host(m: _Mapping, flow: _Flow) -> list[tuple]:
     plan = _plan(flow, layout)
     if plan is not None:
         return [(flow, plan)]
+    if flow.join:
+        plan = _plan(flow, layout, partial=True)
+        if plan is not None and len(plan) <= PARTIAL_MAX:
+            m.notes.append(f"the output {flow.tensor} on {flow.hub.name}: its objects gather host blocks that no 4-D "
+                           f"pattern writes, so {len(plan)} transfers write the runs of each object in turn")
+            return [(flow, plan)]
     groups = [[flow.parts[0]]]
     for part in flow.parts[1:]:
         if _plan(_sub_flow(m, flow, groups[-1] + [part], flow.hub.name), layout) is not None:
@@ -52,23 +58,31 @@ def _sub_flow(m: _Mapping, flow: _Flow, parts: list, name: str) -> _Flow:
     return sub
 
 
-def _plan(flow: _Flow, layout: tuple) -> list[tuple] | None:
+#: transfers an output collection may take when its objects need several each (before it is split
+#: into more shim FIFOs instead): half of a shim tile's 16 buffer descriptors
+PARTIAL_MAX = 8
+
+
+def _plan(flow: _Flow, layout: tuple, partial: bool = False) -> list[tuple] | None:
     """Shim transfers ``(offsets, sizes, strides)`` in bytes for a host flow, or None. The parts go
-    in the order of their host offsets. Packed: the hub object is the parts side by side; when an
-    object's host ranges fit no 4-D pattern (e.g. blocks 0, 2, 4 and 8 of a grid), the hub object is
-    instead the host range spanning them (a hull: the parts sit at their host offsets in it, the
-    bytes between them travel too), if the parts keep their relative offsets and do not overlap."""
+    in the order of their host offsets. With ``partial`` (outputs only) an object no pattern writes
+    whole is written run by run, a transfer each. Packed: the hub object is the parts side by side; when an
+    object's host ranges fit no 4-D pattern (e.g. blocks 0, 2, 4 and 8 of a grid), the hub object of
+    an input is instead the host range spanning them (a hull: the parts sit at their host offsets in
+    it, the bytes between them travel to the mem tile too), if the parts keep their relative offsets
+    and do not overlap. Never for an output: its transfer would write the hull's gaps over the host
+    blocks between the parts, which other tiles write (found by the functional model)."""
     assert flow.hub is not None  # a host flow goes through its shim FIFO, the hub
     objects = _object_segments(flow, layout)
     order = sorted(range(len(flow.parts)), key=lambda r: objects[0][r][0][0])
     flow.parts = [flow.parts[r] for r in order]
     objects = [[obj[r] for r in order] for obj in objects]
-    packed = _transfers([_merge([s for part in obj for s in part]) for obj in objects])
+    packed = _transfers([_merge([s for part in obj for s in part]) for obj in objects], partial=partial)
     if packed is not None:
         flow.offsets = tuple(sum(p.elem for p in flow.parts[:k]) for k in range(len(flow.parts)))
         return packed
-    if any(len(part) != 1 for obj in objects for part in obj):
-        return None
+    if flow.join or any(len(part) != 1 for obj in objects for part in obj):
+        return None         # an output hull would write its gaps over the host blocks between the parts
     spans = [[part[0] for part in obj] for obj in objects]
     bases = [min(o for o, _ in span) for span in spans]
     rel = [o - bases[0] for o, _ in spans[0]]
@@ -118,9 +132,11 @@ def _merge(segs: list) -> list:
     return out
 
 
-def _transfers(objects: list) -> list[tuple] | None:
+def _transfers(objects: list, partial: bool = False) -> list[tuple] | None:
     """``(offsets, sizes, strides)`` per transfer, each the longest run of whole objects one 4-D
-    pattern covers; None when an object alone fits none."""
+    pattern covers; when an object alone fits none: None, or with ``partial`` (outputs) the
+    object's ranges in order, each run of them one pattern covers a transfer of its own (the shim
+    S2MM channel continues the object's stream in the next buffer descriptor)."""
     out, i = [], 0
     while i < len(objects):
         for j in range(len(objects), i, -1):
@@ -129,7 +145,15 @@ def _transfers(objects: list) -> list[tuple] | None:
             if pattern:
                 break
         else:
-            return None
+            if not partial:
+                return None
+            segs, k = _merge(objects[i]), 0
+            while k < len(segs):        # one segment alone is a linear pattern
+                e, run = next((e, p) for e in range(len(segs), k, -1) if (p := _pattern(segs[k:e])) is not None)
+                out.append(run)
+                k = e
+            i += 1
+            continue
         out.append(pattern)
         i = j
     return out
