@@ -1,0 +1,111 @@
+"""The AIE core kernels (dfopt/codegen/aie/include/dfopt_aie_kernels.h, dfopt.codegen.aie.kernels)
+compiled on the host and compared with NumPy, at the tile shapes of the shipped Dato programs
+(and a few odd ones): gemm's 64x64 blocks and their allreduce; the FFN's 32x128 @ 128x64 with
+gelu and 8x64 @ 64x128 chunks; the attention's 64x64 scores q k^T, online softmax, P @ V
+accumulation and normalisation."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dfopt.codegen.aie.kernels import HEADER, TileOp, bf16_round, entry_source, from_bits, reference, to_bits
+
+BF = ("bf16", "bf16")
+OPS = [
+    # gemm_program(256, 4): blocks of 64 x 64, C in f32, partial sums added along k
+    TileOp("matmul", (64, 64, 64), (*BF, "f32")), TileOp("add", (4096,), ("f32",) * 3),
+    # ffn_program(tokens=128, d=128, hidden=128, chunks=4)
+    TileOp("matmul", (32, 128, 64), (*BF, "bf16")), TileOp("gelu", (2048,), BF),
+    TileOp("matmul", (8, 64, 128), (*BF, "bf16")), TileOp("add", (1024,), ("bf16",) * 3),
+    # attention_program(seq=256, dim=64, blocks=4)
+    TileOp("matmul_bt", (64, 64, 64), (*BF, "f32")), TileOp("softmax_block", (64, 64), ("bf16",)),
+    TileOp("rescale", (64, 64)), TileOp("matmul_acc", (64, 64, 64), (*BF, "f32")),
+    TileOp("normalize", (64, 64), ("bf16",)), TileOp("row_sum", (64, 64), ("bf16",)),
+    # odd shapes
+    TileOp("matmul", (3, 5, 7), ("f32",) * 3), TileOp("matmul_bt", (2, 9, 4), (*BF, "bf16")),
+    TileOp("softmax_block", (5, 3), ("f32",)), TileOp("gelu", (33,), ("f32", "f32")),
+]
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    folder = tmp_path_factory.mktemp("aie-kernels")
+    src = folder / "entries.cc"
+    src.write_text(entry_source(OPS))
+    so = folder / "libentries.so"
+    subprocess.run([cxx, "-std=c++14", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", f"-I{HEADER.parent}",
+                    str(src), "-o", str(so)], check=True, capture_output=True, text=True)
+    return ctypes.CDLL(str(so))
+
+
+def _inputs(op: TileOp, rng) -> list[np.ndarray]:
+    """Random arguments (bf16 ones rounded), a running softmax state that has seen a block."""
+    out = []
+    for k, (n, t) in enumerate(zip(op.sizes(), op.arg_types())):
+        x = rng.standard_normal(n).astype(np.float32)
+        if op.op == "softmax_block" and k == 1:
+            x = np.where(rng.random(n) < 0.3, -np.inf, x).astype(np.float32)   # some rows start fresh
+        if op.op in ("softmax_block", "normalize") and k == 2 or op.op == "normalize" and k == 1:
+            x = np.abs(x) + 0.5                                                     # a running sum > 0
+        out.append(bf16_round(x) if t == "bf16" else x)
+    return out
+
+
+def _call(lib, op: TileOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    bufs = [np.ascontiguousarray(to_bits(a)) if t == "bf16" else np.array(a, dtype=np.float32, copy=True)
+            for a, t in zip(args, op.arg_types())]
+    getattr(lib, op.symbol)(*[b.ctypes.data_as(ctypes.c_void_p) for b in bufs])
+    return [from_bits(b) if t == "bf16" else b for b, t in zip(bufs, op.arg_types())]
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.symbol)
+def test_kernel_matches_numpy(lib, op):
+    rng = np.random.default_rng(abs(hash(op.symbol)) % 2**32)
+    for _ in range(3):
+        args = _inputs(op, rng)
+        got, want = _call(lib, op, args), reference(op, args)
+        for i, (g, w, t) in enumerate(zip(got, want, op.arg_types())):
+            rtol = 2 ** -7 if t == "bf16" else 1e-5          # one bf16 ulp: float sums in another order
+            scale = float(np.abs(w[np.isfinite(w)]).max(initial=1.0))
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-2 * rtol * scale, err_msg=f"{op.symbol} argument {i}")
+
+
+def test_online_softmax_over_blocks_is_softmax(lib):
+    """Four blocks through softmax_block, rescale and matmul_acc, then normalize: softmax(S) V."""
+    rng = np.random.default_rng(0)
+    r, c, d = 5, 3, 4
+    sm, rs = TileOp("softmax_block", (r, c), ("f32",)), TileOp("rescale", (r, d))
+    mm, nz = TileOp("matmul_acc", (r, c, d), ("f32",) * 3), TileOp("normalize", (r, d), ("f32",))
+    lib2 = _build([sm, rs, mm, nz])
+    blocks = [rng.standard_normal((r, c)).astype(np.float32) for _ in range(4)]
+    values = [rng.standard_normal((c, d)).astype(np.float32) for _ in range(4)]
+    m, l_ = np.full(r, -np.inf, np.float32), np.zeros(r, np.float32)
+    acc = np.zeros(r * d, np.float32)
+    for s, v in zip(blocks, values):
+        _, m, l_, p, alpha = _call(lib2, sm, [s.reshape(-1), m, l_, np.zeros(r * c, np.float32), np.zeros(r, np.float32)])
+        acc, _ = _call(lib2, rs, [acc, alpha])
+        _, _, acc = _call(lib2, mm, [p, v.reshape(-1), acc])
+    out = _call(lib2, nz, [acc, l_, np.zeros(r * d, np.float32)])[2].reshape(r, d)
+    scores = np.concatenate(blocks, axis=1)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, (e / e.sum(axis=1, keepdims=True)) @ np.concatenate(values), rtol=1e-5, atol=1e-6)
+
+
+def _build(ops):
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="aie-kernels-"))
+    (folder / "e.cc").write_text(entry_source(ops))
+    cxx = shutil.which("g++") or shutil.which("c++")
+    subprocess.run([cxx, "-std=c++14", "-O2", "-shared", "-fPIC", f"-I{HEADER.parent}", str(folder / "e.cc"),
+                    "-o", str(folder / "e.so")], check=True)
+    return ctypes.CDLL(str(folder / "e.so"))
