@@ -224,6 +224,10 @@ def _shape(shape, nbytes=None, objective=True):
 
 
 case("converter", "shape-shrunk", _shape([4, 2], 64), ("converter-delivery",))
+case("converter", "figure-tokens-per-phase", put("converter/converters/e/src_tokens_per_phase", 7), ("converter-bytes",))
+case("converter", "figure-tokens-type", put("converter/converters/e/dst_tokens_per_phase", "x"), ("converter-bytes",))
+case("converter", "figure-reuse", put("converter/converters/e/reuse", 1), ("converter-bytes",))
+case("converter", "figure-needed", put("converter/converters/e/needed", False), ("converter-bytes",))
 case("converter", "shape-enlarged", _shape([8, 4], 256), ("converter-minimal",))
 case("converter", "shape-beyond-tensor", _shape([8, 64], 4096), ("converter-bytes",))
 case("converter", "shape-wrong-rank", _shape([8, 2, 1]), ("converter-bytes",))

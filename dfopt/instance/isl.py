@@ -41,9 +41,9 @@ def _program_issues(program: dict, base: tuple) -> list:
 def _name_issues(program: dict, base: tuple) -> list:
     """Parameters, arrays, scalars and statements are named as the generated C can use them
     (:mod:`dfopt.instance.names`)."""
+    params = program.get("params")
     named: list[tuple[tuple, str, object]] = [
-        (("params", i), "parameter", p) for i, p in enumerate(program.get("params") or [])
-        if isinstance(program.get("params"), list)]
+        (("params", i), "parameter", p) for i, p in enumerate(params if isinstance(params, list) else [])]
     for key, what in (("arrays", "array"), ("scalars", "scalar")):
         if isinstance(program.get(key), dict):
             named += [((key, n), what, n) for n in program[key]]

@@ -13,9 +13,10 @@ Streams too large to simulate are listed in the delivery check's details as not 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
-from dfopt.ir.converter import buffer_bytes, same_stream
+from dfopt.ir.converter import buffer_bytes, nest, same_stream
 from dfopt.ir.graph import Stream
 from dfopt.models.converter.decision import ConverterEntry
 from dfopt.sim.converter import simulable, simulate_converter
@@ -44,6 +45,21 @@ def converter_faults(stream: Stream, entry: ConverterEntry) -> tuple[list[str], 
             if simulate_converter(src, dst, smaller, shared).ok:
                 minimal.append(f"stream {stream.name}: the smaller buffer {list(smaller)} also works")
     return delivery, minimal, True
+
+
+def _figure_faults(name: str, stream: Stream, entry: ConverterEntry) -> list[str]:
+    """The entry's figures recounted from the types and its shared loops: the buffer serves
+    ``reuse`` = the product of the shared loops' tripcounts phases, each of ``tokens / reuse``
+    tokens per side; it is needed and comes from the types."""
+    src, dst = stream.src_type, stream.dst_type
+    assert src is not None and dst is not None and entry.shared_loops is not None
+    loops = nest(src)[:int(entry.shared_loops)]
+    reuse = math.prod(trip for trip, _, _ in loops)
+    want = {"source": "types", "needed": True, "reuse": reuse, "src_tokens_per_phase": src.tokens // reuse,
+            "dst_tokens_per_phase": dst.tokens // reuse}
+    got = {"source": entry.source, **entry.extra}
+    return [f"stream {name}: {k} reported {got.get(k)!r}, the types and {entry.shared_loops} shared loops give {v!r}"
+            for k, v in want.items() if got.get(k) != v or type(got.get(k)) is not type(v)]
 
 
 def checks(instance: Instance, options: Options | None, solution: Solution) -> list[Check]:
@@ -86,6 +102,7 @@ def checks(instance: Instance, options: Options | None, solution: Solution) -> l
             bytes_bad.append(f"stream {name}: {entry.bytes} bytes reported, shape {list(entry.shape)} "
                              f"x2 of {src.dtype} is {expect}")
         total += expect
+        bytes_bad += _figure_faults(name, stream, entry)
         d, m, ran = converter_faults(stream, entry)
         delivery += d
         minimal += m
