@@ -533,6 +533,7 @@ case("pipeline", "stage-checks-ok-deep", _stage("memory", checks_ok=[[True]]), (
 case("pipeline", "stage-figure", _stage("fifo", total_depth=1), ("pipeline-stages",))
 case("pipeline", "stage-tiling-lanes", _stage("tiling", lanes=1), ("pipeline-stages",))
 case("pipeline", "stage-dropped", lambda d: d["pipeline"]["stages"].pop(), ("pipeline-stages",))
+case("pipeline", "stage-status-deep", _stage("memory", status=[[["optimal"]]]), ("pipeline-stages",))
 case("pipeline", "fifo-proof", put("fifo/proof", "%arg0"), ("fifo:search-record",))
 case("pipeline", "fifo-chosen-deleted", drop("fifo/chosen"), ("fifo:search-record",))
 case("pipeline", "fusion-group-split", _pipeline_split, ("fusion:fusion-objective", "fifo:depths-complete"))

@@ -171,7 +171,7 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
         sub = Instance(instance.name, problem, graph=graph, platform=platform)
         sub_options = driver.make_options(sub, stage_options)
         recorded = stages.get(problem, {})
-        sol = Solution(instance.name, problem, recorded.get("status", "feasible"),
+        sol = Solution(instance.name, problem, Termination(_status(recorded.get("status", "feasible"))),
                        objective=recorded.get("objective"), bound=recorded.get("bound"),
                        decision=getattr(design, problem),
                        sections={problem: solution.sections.get(problem, {})})
@@ -219,10 +219,20 @@ def _stage_records(listed, tiling: dict, solution: Solution, done: list[Check]) 
         for k in ("objective", "status"):
             if k not in rec:
                 bad.append(f"stages/{i}/{k}: missing")
+        if "status" in rec and _status(rec["status"]) != rec["status"]:
+            bad.append(f"stages/{i}/status: {str(rec['status'])[:40]!r} is not a status "
+                       f"({', '.join(sorted(_STATUSES))})")
     return Check("pipeline-stages", not bad, bad[:10])
 
 
 _MISSING = object()
+_STATUSES = {t.value for t in Termination}
+
+
+def _status(value) -> str:
+    """A recorded stage status as the stage's sub-solution takes it (``pipeline-stages`` fails on
+    anything else): the value when it is a status, else ``feasible``."""
+    return value if isinstance(value, str) and value in _STATUSES else "feasible"
 
 
 def _same_value(a, b) -> bool:
