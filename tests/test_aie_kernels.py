@@ -33,18 +33,20 @@ OPS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
+def _compile(ops, folder: Path) -> ctypes.CDLL:
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("no C++ compiler")
-    folder = tmp_path_factory.mktemp("aie-kernels")
-    src = folder / "entries.cc"
-    src.write_text(entry_source(OPS))
-    so = folder / "libentries.so"
+    src, so = folder / "entries.cc", folder / "libentries.so"
+    src.write_text(entry_source(ops))
     subprocess.run([cxx, "-std=c++14", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", f"-I{HEADER.parent}",
                     str(src), "-o", str(so)], check=True, capture_output=True, text=True)
     return ctypes.CDLL(str(so))
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return _compile(OPS, tmp_path_factory.mktemp("aie-kernels"))
 
 
 def _inputs(op: TileOp, rng) -> list[np.ndarray]:
@@ -79,13 +81,13 @@ def test_kernel_matches_numpy(lib, op):
             np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-2 * rtol * scale, err_msg=f"{op.symbol} argument {i}")
 
 
-def test_online_softmax_over_blocks_is_softmax(lib):
+def test_online_softmax_over_blocks_is_softmax(tmp_path):
     """Four blocks through softmax_block, rescale and matmul_acc, then normalize: softmax(S) V."""
     rng = np.random.default_rng(0)
     r, c, d = 5, 3, 4
     sm, rs = TileOp("softmax_block", (r, c), ("f32",)), TileOp("rescale", (r, d))
     mm, nz = TileOp("matmul_acc", (r, c, d), ("f32",) * 3), TileOp("normalize", (r, d), ("f32",))
-    lib2 = _build([sm, rs, mm, nz])
+    lib2 = _compile([sm, rs, mm, nz], tmp_path)
     blocks = [rng.standard_normal((r, c)).astype(np.float32) for _ in range(4)]
     values = [rng.standard_normal((c, d)).astype(np.float32) for _ in range(4)]
     m, l_ = np.full(r, -np.inf, np.float32), np.zeros(r, np.float32)
@@ -99,13 +101,3 @@ def test_online_softmax_over_blocks_is_softmax(lib):
     e = np.exp(scores - scores.max(axis=1, keepdims=True))
     np.testing.assert_allclose(out, (e / e.sum(axis=1, keepdims=True)) @ np.concatenate(values), rtol=1e-5, atol=1e-6)
 
-
-def _build(ops):
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="aie-kernels-"))
-    (folder / "e.cc").write_text(entry_source(ops))
-    cxx = shutil.which("g++") or shutil.which("c++")
-    subprocess.run([cxx, "-std=c++14", "-O2", "-shared", "-fPIC", f"-I{HEADER.parent}", str(folder / "e.cc"),
-                    "-o", str(folder / "e.so")], check=True)
-    return ctypes.CDLL(str(folder / "e.so"))

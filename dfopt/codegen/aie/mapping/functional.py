@@ -211,15 +211,20 @@ def write_sim(instance: Instance, solution: Solution, out_dir, name: str) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m dfopt.codegen.aie.mapping.functional sim.json``: PASS / FAIL with the faults."""
-    from dfopt.instance.convert import _build
-    from dfopt.solution import Solution
+    from dfopt.errors import DfoptError
+    from dfopt.instance import from_dict, solution_from_dict
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         sys.stderr.write("usage: python -m dfopt.codegen.aie.mapping.functional sim.json\n")
         return 2
-    doc = json.loads(open(args[0]).read())
-    report = functional_check(_build(doc["instance"]), Solution.from_dict(doc["solution"]))
+    try:
+        with open(args[0]) as fh:
+            doc = json.load(fh)
+        report = functional_check(from_dict(doc["instance"], source=args[0]), solution_from_dict(doc["solution"]))
+    except (OSError, ValueError, KeyError, TypeError, DfoptError) as err:
+        sys.stderr.write(f"functional model: cannot read {args[0]}: {err}\n")
+        return 2
     s = report.summary
     print(f"functional model: {s['cores']} cores, {s['fifos']} fifos, {s['objects']} objects moved in "
           f"{s['wall_s']} s")
