@@ -20,6 +20,10 @@ Every diagnostic names its task, instance, stream (when there is one) and source
 * ``partial`` — a reduction over an axis sharded on grid axis k (``reduce_sum``, a ``matmul``
   contraction) leaves a pending partial sum; putting, storing or computing with the value before
   ``allreduce(x, axis=k)`` is an error naming the line of the use and of the reduction.
+* ``chain`` — dfopt runs an ``allreduce`` over grid axis k as a chain of partial sums along k
+  (the mapping graph's reduction edges), so only the member at the last coordinate of k holds the
+  sum: putting, storing or computing with the result on another member is an error naming the
+  line of the use and of the allreduce.
 * ``layout`` / ``type`` — the producer's view of each stream token (layout and concrete block)
   must equal the consumer's declared view; a stored tile must be the tensor's block for that
   instance; a put value must have the stream's element type.
@@ -55,6 +59,7 @@ def check(program: Program | Recording) -> list[Diagnostic]:
     out += view_diagnostics(rec, skip=bad)
     out += mismatch_diagnostics(rec)
     out += partial_diagnostics(rec)
+    out += chain_diagnostics(rec)
     if not structural:
         out += deadlock_diagnostics(rec, simulate(rec))
     return out
@@ -204,6 +209,25 @@ def partial_diagnostics(rec: Recording) -> list[Diagnostic]:
                f"allreduce over grid axis {axis}; add allreduce(x, op=\"sum\", axis={axis}) between line "
                f"{reduce_line} and line {line} ({_instances_text([u.instance for u in us])})")
         out.append(Diagnostic("partial", msg, task, first.target if use == "put" else None, line, first.instance,
+                              (reduce_line, line), file))
+    return out
+
+
+def chain_diagnostics(rec: Recording) -> list[Diagnostic]:
+    """Uses of an allreduce's result on a member that is not the last of its chain: dfopt lowers an
+    allreduce over grid axis k as a chain of partial sums along k (the mapping graph's reduction
+    edges), so only the member at the last coordinate of k holds the sum."""
+    groups = defaultdict(list)
+    for u in rec.chain_uses:
+        groups[(u.task, u.line, u.use, u.axis, u.reduce_line, u.file)].append(u)
+    out = []
+    for (task, line, use, axis, reduce_line, file), us in groups.items():
+        first, where = us[0], _instances_text(list(dict.fromkeys(u.instance for u in us)))
+        msg = (f"task '{task}' line {line}: the allreduce at line {reduce_line} over grid axis {axis} runs as a "
+               f"chain of partial sums along that axis, so only its last member holds the sum, but the value is "
+               f"{_USE_TEXT[use].format(first.target)} on other members too ({where}); use it on the last member "
+               f"only (an `if` on the grid coordinate of axis {axis})")
+        out.append(Diagnostic("chain", msg, task, first.target if use == "put" else None, line, first.instance,
                               (reduce_line, line), file))
     return out
 

@@ -37,7 +37,8 @@ def gemm_program(size: int = 256, grid: int = 4, loaders: bool = True) -> Progra
     the reduced C block: 64 instances, 48 reduction streams. Otherwise ``load_a[m, k]`` sends its
     A block to the ``gemm`` instances of row m, ``load_b[k, n]`` its B block to column n;
     ``gemm[m, n, k]`` multiplies its blocks, which contracts K, sharded over grid axis 2, so each
-    holds a partial sum until ``allreduce(..., axis=2)`` combines the k instances.
+    holds a partial sum until ``allreduce(..., axis=2)`` combines the k instances; the last of each
+    chain (k = grid - 1) stores C.
     96 instances, 128 streams, 16 collective groups for the default 4x4x4 grid.
     """
     p = Program("gemm")
@@ -76,7 +77,8 @@ def gemm_program(size: int = 256, grid: int = 4, loaders: bool = True) -> Progra
         b = b_pipe[m, n, k].get(layout=[S(2), S(1)])
         c = matmul(a, b, out_dtype="f32")  # K is sharded on grid axis 2: a partial sum
         c = allreduce(c, op="sum", axis=2)
-        C.store(c)
+        if k == grid - 1:                  # the chain's last member holds the sum
+            C.store(c)
 
     return p
 
@@ -86,7 +88,8 @@ def ffn_program(tokens: int = 256, d: int = 512, hidden: int = 1024, chunks: int
 
     ``ffn1[i, j]`` computes rows block i and hidden half j and streams it in ``chunks`` row chunks
     to ``ffn2[i, j]``, which contracts its hidden half (sharded on grid axis 1) and combines the two
-    halves with ``allreduce(..., axis=1)``. 16 instances, 8 streams, 4 collective groups.
+    halves with ``allreduce(..., axis=1)``; ``ffn2[i, 1]``, the last of each chain, stores the
+    rows. 16 instances, 8 streams, 4 collective groups.
     """
     p = Program("ffn")
     X = Tensor("X", ("bf16", (tokens, d)), layout=[S(0), R])
@@ -109,7 +112,8 @@ def ffn_program(tokens: int = 256, d: int = 512, hidden: int = 1024, chunks: int
         for t in range(chunks):
             h = h_pipe[i, j].get(layout=[S(0), S(1)], chunk=(0, t, chunks))
             y = allreduce(matmul(h, w2), op="sum", axis=1)
-            Y.store(y, chunk=(0, t, chunks))
+            if j == 1:                     # the chain's last member holds the sum
+                Y.store(y, chunk=(0, t, chunks))
 
     return p
 
@@ -247,6 +251,24 @@ def missing_allreduce_program() -> Program:
     return p
 
 
+def chain_use_program() -> Program:
+    """Every member of an allreduce group sends the reduced row sums on; only the last holds them."""
+    p = Program("chain_use")
+    X = Tensor("X", ("f32", (8, 64)), layout=[R, S(0)])
+    sums = StreamArray("sums", Stream[("f32", (8,)), 2], shape=(4,))
+
+    @p.task(mapping=[4])
+    def row_sum(i):
+        s = allreduce(reduce_sum(X.load(), axis=1), op="sum", axis=0)  # dato: allreduce
+        sums[i].put(s)  # dato: use off the chain's end
+
+    @p.task(mapping=[4])
+    def drain(i):
+        compute("use", reads=[sums[i].get()])
+
+    return p
+
+
 def layout_mismatch_program() -> Program:
     """The producer sends row blocks of A, the consumer reads them as column blocks."""
     p = Program("layout_mismatch")
@@ -270,5 +292,6 @@ REJECTED = {
     "balance": unbalanced_program,
     "deadlock": deadlock_program,
     "partial": missing_allreduce_program,
+    "chain": chain_use_program,
     "layout": layout_mismatch_program,
 }

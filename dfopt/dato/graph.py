@@ -215,7 +215,7 @@ def host_ports(inst: TaskInstance) -> list[dict]:
     through a mem tile and a shim DMA.
 
     >>> from dfopt.dato.examples import ffn_program
-    >>> [(p["tensor"], p["dir"], p["bytes"]) for p in host_ports(ffn_program().record().instances["ffn2_1_0"])]
+    >>> [(p["tensor"], p["dir"], p["bytes"]) for p in host_ports(ffn_program().record().instances["ffn2_1_1"])]
     [('W2', 'in', 524288), ('Y', 'out', 65536)]
     """
     ports: dict = {}

@@ -150,6 +150,7 @@ class Recording:
     streams: dict = field(default_factory=dict)
     groups: dict = field(default_factory=dict)
     pending_uses: list = field(default_factory=list)
+    chain_uses: list = field(default_factory=list)     # PendingUse: reduce_line is the allreduce's
     mismatches: list = field(default_factory=list)
     _objects: dict = field(default_factory=dict, repr=False)
 
@@ -168,12 +169,15 @@ class Recording:
 class Value:
     """A traced value: no data, only its type, layout, concrete view and pending partial sums."""
 
-    __slots__ = ("owner", "elem", "layout", "view", "pending", "line")
+    __slots__ = ("owner", "elem", "layout", "view", "pending", "line", "chained")
 
-    def __init__(self, owner: str, elem: ElemType | None, layout=None, view=None, pending=None, line=0):
+    def __init__(self, owner: str, elem: ElemType | None, layout=None, view=None, pending=None, line=0,
+                 chained=None):
         self.owner, self.elem, self.layout, self.view = owner, elem, layout, view
         self.pending = dict(pending or {})  # grid axis -> line of the reduction
         self.line = line
+        # grid axis -> line of an allreduce whose sum this (non-last) member of the chain does not hold
+        self.chained = dict(chained or {})
 
     @property
     def shape(self) -> tuple | None:
@@ -192,7 +196,8 @@ class Value:
         out = []
         for i in range(parts):
             view = None if self.view is None else _refine(self.view, (axis, i, parts))
-            out.append(Value(self.owner, ElemType(self.elem.dtype, shape), self.layout, view, self.pending, self.line))
+            out.append(Value(self.owner, ElemType(self.elem.dtype, shape), self.layout, view, self.pending, self.line,
+                             self.chained))
         return out
 
     def __repr__(self) -> str:

@@ -82,11 +82,11 @@ class _Recorder:
         self.inst.work += op.work
         return op
 
-    def _value(self, op: Op, elem, layout=None, view=None, pending=None) -> Value:
+    def _value(self, op: Op, elem, layout=None, view=None, pending=None, chained=None) -> Value:
         if elem is not None:
             key = (op.file, op.line)
             self.buffers[key] = max(self.buffers.get(key, 0), elem.bytes)
-        return Value(self.inst.name, elem, layout, view, pending, op.line)
+        return Value(self.inst.name, elem, layout, view, pending, op.line, chained)
 
     def _own(self, value) -> None:
         if isinstance(value, Value) and value.owner != self.inst.name:
@@ -99,6 +99,9 @@ class _Recorder:
             for axis, reduce_line in sorted(value.pending.items()):
                 self.rec.pending_uses.append(PendingUse(self.task.name, self.inst.name, op.line, use, target,
                                                         axis, reduce_line, op.file))
+            for axis, reduce_line in sorted(value.chained.items()):
+                self.rec.chain_uses.append(PendingUse(self.task.name, self.inst.name, op.line, use, target,
+                                                      axis, reduce_line, op.file))
 
     def _view(self, layout: tuple, chunk) -> tuple:
         view = []
@@ -230,7 +233,10 @@ class _Recorder:
         if not isinstance(x, Value):
             return self._value(op, None)
         pending = {a: ln for a, ln in x.pending.items() if a != axis}
-        return self._value(op, x.elem, x.layout, x.view, pending)
+        chained = dict(x.chained)
+        if self.index[axis] != self.grid[axis] - 1:     # lowered as a chain: the sum reaches the last member
+            chained[axis] = op.line
+        return self._value(op, x.elem, x.layout, x.view, pending, chained)
 
     def _group(self, axis: int, x) -> CollectiveGroup:
         coords = [str(c) if a != axis else "*" for a, c in enumerate(self.index)]

@@ -32,6 +32,14 @@ C_KEYWORDS = frozenset("""
     _Thread_local bool true false alignas alignof static_assert thread_local nullptr typeof constexpr
 """.split())
 
+#: C++17 keywords and alternative tokens beyond C's (the HLS emitter writes C++)
+CXX_KEYWORDS = C_KEYWORDS | frozenset("""
+    and and_eq asm bitand bitor catch char8_t char16_t char32_t class compl concept const_cast consteval
+    constinit co_await co_return co_yield decltype delete dynamic_cast explicit export friend mutable
+    namespace new noexcept not not_eq operator or or_eq private protected public reinterpret_cast requires
+    static_cast template this throw try typeid typename using virtual wchar_t xor xor_eq
+""".split())
+
 #: what the generated C defines or calls beside the program's own names (dfopt.codegen.poly)
 C_RESERVED = frozenset("""
     main floord min max kernel_body printf fprintf fwrite stdout stderr stdin size_t NULL

@@ -59,6 +59,7 @@ from dfopt.codegen.hls.build import assign_banks, build_of, floorplan_tcl, link_
 from dfopt.codegen.hls.kernels import CTYPES, Port
 from dfopt.codegen.hls.region import Process, canonical_order, check_canonical
 from dfopt.errors import CodegenError
+from dfopt.instance.names import CXX_KEYWORDS
 from dfopt.io import sweep_stale, temp_prefix
 from dfopt.ir.channel import CHANNEL_BITS_MAX, channel, stream_vector
 from dfopt.ir.converter import same_stream
@@ -75,10 +76,8 @@ COMPUTE = {"matmul": K.matmul, "add": K.elementwise, "mul": K.elementwise, "gelu
            "layernorm": K.row_op, "rmsnorm": K.row_op}
 MOVERS = ("transpose", "reshape")
 HEADERS = ("dfopt_stream.h", "dfopt_dataflow.h", "dfopt_monitor.h")
-_KEYWORDS = {"auto", "break", "case", "char", "class", "const", "continue", "default", "delete",
-             "do", "double", "else", "enum", "float", "for", "if", "int", "long", "new", "return",
-             "short", "signed", "static", "struct", "switch", "template", "this", "top", "typedef",
-             "union", "unsigned", "void", "while", "main", "mem"}
+#: names a kernel or stream may not take as they are: C++ keywords, and names the design uses itself
+_KEYWORDS = CXX_KEYWORDS | {"top", "main", "mem"}
 
 
 def ident(name: str) -> str:
