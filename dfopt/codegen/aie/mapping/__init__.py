@@ -60,15 +60,17 @@ FIFOs at that tile drop to that lower bound (single buffering), largest objects 
 **Runtime.** One host buffer per tensor in *blocked layout*: shape = the block counts per axis x the
 elements of one block, i.e. the host stores the tensor's blocks one after another in row-major block
 order, each block contiguous. Per shim FIFO as few ``dma_memcpy_nd`` as 4-D access patterns allow
-(whole objects each, buffer descriptors numbered per shim tile), the inputs first, then the
-outputs, then one wait per output FIFO.
+(whole objects each, but for an output object no pattern writes whole, which is written run by run;
+buffer descriptors numbered per shim tile), the inputs first, then the outputs, then one wait per
+output FIFO. (The FFN's ``ffn2`` members get two kernels: only the last of each allreduce chain
+stores ``Y``, so its signature differs.)
 
 >>> from dfopt.instance import load
 >>> from dfopt.api import solve_instance
 >>> inst = load("instances/mapping/ffn-2x4.json")
 >>> design = design_from_mapping(inst, solve_instance(inst))
 >>> len(design.cores), sorted({c.kernel for c in design.cores}), sorted(b.name for b in design.runtime.buffers)
-(8, ['ffn1', 'ffn2'], ['W1', 'W2', 'X', 'Y'])
+(8, ['ffn1', 'ffn2', 'ffn2_v1'], ['W1', 'W2', 'X', 'Y'])
 """
 
 from __future__ import annotations
