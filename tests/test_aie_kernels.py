@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -71,12 +72,15 @@ def _call(lib, op: TileOp, args: list[np.ndarray]) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.symbol)
 def test_kernel_matches_numpy(lib, op):
-    rng = np.random.default_rng(abs(hash(op.symbol)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(op.symbol.encode()))       # the same data in every process
     for _ in range(3):
         args = _inputs(op, rng)
         got, want = _call(lib, op, args), reference(op, args)
         for i, (g, w, t) in enumerate(zip(got, want, op.arg_types())):
-            rtol = 2 ** -7 if t == "bf16" else 1e-5          # one bf16 ulp: float sums in another order
+            # one bf16 ulp where bf16 values are written or summed (softmax's l sums the bf16 p, whose
+            # rounding may flip with the last bit of expf), else float sums in another order
+            rounded = t == "bf16" or (op.op == "softmax_block" and "bf16" in op.arg_types())
+            rtol = 2 ** -7 if rounded else 1e-5
             scale = float(np.abs(w[np.isfinite(w)]).max(initial=1.0))
             np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-2 * rtol * scale, err_msg=f"{op.symbol} argument {i}")
 
