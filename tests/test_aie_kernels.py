@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dfopt.codegen.aie.kernels import HEADER, TileOp, bf16_round, entry_source, from_bits, reference, to_bits
+from dfopt.codegen.aie.kernels import HEADER, TileOp, entry_source, from_bits, reference, to_bits
+from dfopt.reference import to_bf16
 
 BF = ("bf16", "bf16")
 OPS = [
@@ -59,7 +60,7 @@ def _inputs(op: TileOp, rng) -> list[np.ndarray]:
             x = np.where(rng.random(n) < 0.3, -np.inf, x).astype(np.float32)   # some rows start fresh
         if op.op in ("softmax_block", "normalize") and k == 2 or op.op == "normalize" and k == 1:
             x = np.abs(x) + 0.5                                                     # a running sum > 0
-        out.append(bf16_round(x) if t == "bf16" else x)
+        out.append(to_bf16(x) if t == "bf16" else x)
     return out
 
 

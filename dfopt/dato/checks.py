@@ -196,40 +196,39 @@ def mismatch_diagnostics(rec: Recording) -> list[Diagnostic]:
 _USE_TEXT = {"put": "put on stream '{}'", "store": "stored into tensor '{}'", "compute": "read by compute '{}'"}
 
 
-def partial_diagnostics(rec: Recording) -> list[Diagnostic]:
-    """Values with a pending partial sum that are used before the allreduce that discharges it."""
+def _use_diagnostics(uses: list, kind: str, message) -> list[Diagnostic]:
+    """One diagnostic per (task, line, use, axis, reduce line) of ``uses`` (PendingUse records),
+    its text ``message(first use, instances text)``."""
     groups = defaultdict(list)
-    for u in rec.pending_uses:
+    for u in uses:
         groups[(u.task, u.line, u.use, u.axis, u.reduce_line, u.file)].append(u)
     out = []
-    for (task, line, use, axis, reduce_line, file), us in groups.items():
+    for (task, line, use, _, reduce_line, file), us in groups.items():
         first = us[0]
-        msg = (f"task '{task}' line {line}: a value reduced at line {reduce_line} over an axis sharded on grid "
-               f"axis {axis} holds only a partial sum, but it is {_USE_TEXT[use].format(first.target)} before an "
-               f"allreduce over grid axis {axis}; add allreduce(x, op=\"sum\", axis={axis}) between line "
-               f"{reduce_line} and line {line} ({_instances_text([u.instance for u in us])})")
-        out.append(Diagnostic("partial", msg, task, first.target if use == "put" else None, line, first.instance,
-                              (reduce_line, line), file))
+        where = _instances_text(list(dict.fromkeys(u.instance for u in us)))
+        out.append(Diagnostic(kind, message(first, where), task, first.target if use == "put" else None, line,
+                              first.instance, (reduce_line, line), file))
     return out
+
+
+def partial_diagnostics(rec: Recording) -> list[Diagnostic]:
+    """Values with a pending partial sum that are used before the allreduce that discharges it."""
+    return _use_diagnostics(rec.pending_uses, "partial", lambda u, where: (
+        f"task '{u.task}' line {u.line}: a value reduced at line {u.reduce_line} over an axis sharded on grid "
+        f"axis {u.axis} holds only a partial sum, but it is {_USE_TEXT[u.use].format(u.target)} before an "
+        f"allreduce over grid axis {u.axis}; add allreduce(x, op=\"sum\", axis={u.axis}) between line "
+        f"{u.reduce_line} and line {u.line} ({where})"))
 
 
 def chain_diagnostics(rec: Recording) -> list[Diagnostic]:
     """Uses of an allreduce's result on a member that is not the last of its chain: dfopt lowers an
     allreduce over grid axis k as a chain of partial sums along k (the mapping graph's reduction
     edges), so only the member at the last coordinate of k holds the sum."""
-    groups = defaultdict(list)
-    for u in rec.chain_uses:
-        groups[(u.task, u.line, u.use, u.axis, u.reduce_line, u.file)].append(u)
-    out = []
-    for (task, line, use, axis, reduce_line, file), us in groups.items():
-        first, where = us[0], _instances_text(list(dict.fromkeys(u.instance for u in us)))
-        msg = (f"task '{task}' line {line}: the allreduce at line {reduce_line} over grid axis {axis} runs as a "
-               f"chain of partial sums along that axis, so only its last member holds the sum, but the value is "
-               f"{_USE_TEXT[use].format(first.target)} on other members too ({where}); use it on the last member "
-               f"only (an `if` on the grid coordinate of axis {axis})")
-        out.append(Diagnostic("chain", msg, task, first.target if use == "put" else None, line, first.instance,
-                              (reduce_line, line), file))
-    return out
+    return _use_diagnostics(rec.chain_uses, "chain", lambda u, where: (
+        f"task '{u.task}' line {u.line}: the allreduce at line {u.reduce_line} over grid axis {u.axis} runs as a "
+        f"chain of partial sums along that axis, so only its last member holds the sum, but the value is "
+        f"{_USE_TEXT[u.use].format(u.target)} on other members too ({where}); use it on the last member "
+        f"only (an `if` on the grid coordinate of axis {u.axis})"))
 
 
 # == Free/Used token simulation ===============================================================

@@ -38,6 +38,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from dfopt.errors import CodegenError
 
 if TYPE_CHECKING:
@@ -131,11 +133,22 @@ def pattern_faults(sizes: Sequence[int], strides: Sequence[int], offsets: Sequen
     return out
 
 
+def address_array(sizes: Sequence[int], strides: Sequence[int], offsets: Sequence[int]) -> np.ndarray:
+    """The element addresses a pattern visits, in order: the start ``sum(offsets * strides)``,
+    then the walk of ``sizes`` with ``strides``, outermost first.
+
+    >>> address_array((1, 2, 2, 2), (0, 8, 2, 1), (0, 0, 0, 0)).tolist()
+    [0, 1, 2, 3, 8, 9, 10, 11]
+    """
+    idx = np.zeros((1,), dtype=np.int64) + sum(int(o) * int(s) for o, s in zip(offsets, strides))
+    for size, stride in zip(sizes, strides):
+        idx = (idx[:, None] + np.arange(int(size), dtype=np.int64)[None, :] * int(stride)).reshape(-1)
+    return idx
+
+
 def addresses(sizes: Sequence[int], strides: Sequence[int], offsets: Sequence[int]) -> Iterator[int]:
-    """The element addresses a pattern visits, in order."""
-    base = sum(o * s for o, s in zip(offsets, strides))
-    for idx in itertools.product(*(range(int(n)) for n in sizes)):
-        yield base + sum(i * s for i, s in zip(idx, strides))
+    """The element addresses a pattern visits, in order (:func:`address_array` as ints)."""
+    return iter(address_array(sizes, strides, offsets).tolist())
 
 
 Dim = tuple[int, int]      # (size, stride), a loop of the pattern

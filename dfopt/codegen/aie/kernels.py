@@ -4,7 +4,8 @@ over the scalar reference code of ``include/dfopt_aie_kernels.h``, and the NumPy
 A :class:`TileOp` names one op at one shape and element types; :func:`entry_source` writes the C++
 of a list of them (one ``extern "C"`` function each, named by :attr:`TileOp.symbol`, taking the tiles
 as row-major pointers: what an ``aie.core`` passes for its ``memref`` arguments), and
-:func:`reference` computes the same op with NumPy (bf16 rounding included), so the tests compile
+:func:`reference` computes the same op with NumPy (bf16 rounding by
+:func:`dfopt.reference.to_bf16`), so the tests compile
 the entry points on the host and compare. The ops:
 
 ==================  =====================================================  ======================
@@ -35,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from dfopt.reference import to_bf16
 
 HEADER = Path(__file__).resolve().parent / "include" / "dfopt_aie_kernels.h"
 CTYPES = {"bf16": "dfopt_bf16", "f32": "float"}
@@ -114,20 +117,9 @@ def entry_source(ops: list[TileOp]) -> str:
 
 # -- the NumPy reference ----------------------------------------------------------------------------
 
-def bf16_round(x: np.ndarray) -> np.ndarray:
-    """``x`` rounded to bfloat16 (nearest, ties to even), as float32.
-
-    >>> bf16_round(np.array([1.0, 1.00390625, 1.01171875], dtype=np.float32)).tolist()
-    [1.0, 1.0, 1.015625]
-    """
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) & np.uint64(0xFFFF0000)
-    return rounded.astype(np.uint32).view(np.float32)
-
-
 def to_bits(x: np.ndarray) -> np.ndarray:
     """float32 values as bf16 bits (uint16), rounded."""
-    return (bf16_round(x).view(np.uint32) >> 16).astype(np.uint16)
+    return (to_bf16(x).view(np.uint32) >> 16).astype(np.uint16)
 
 
 def from_bits(b: np.ndarray) -> np.ndarray:
@@ -135,7 +127,7 @@ def from_bits(b: np.ndarray) -> np.ndarray:
 
 
 def _store(x: np.ndarray, dtype: str) -> np.ndarray:
-    return bf16_round(x) if dtype == "bf16" else x.astype(np.float32)
+    return to_bf16(x) if dtype == "bf16" else x.astype(np.float32)
 
 
 def reference(op: TileOp, args: list[np.ndarray]) -> list[np.ndarray]:

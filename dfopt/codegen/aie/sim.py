@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dfopt.codegen.aie.bd import address_array
 from dfopt.codegen.aie.design import AieDesign, Core, DmaTransfer, ObjectFifo, requires_dma
 
 #: tag layout: bits 40.. the writer (input buffer index + 1 for host data, 2**14 + core index +
@@ -79,20 +80,6 @@ class AieRun:
     faults: list = field(default_factory=list)
     steps: int = 0
     wall_s: float = 0.0
-
-
-def pattern_indices(op: DmaTransfer) -> np.ndarray:
-    """The element indices a transfer visits, in order (``aiex.npu.dma_memcpy_nd``: the start
-    ``sum(offsets * strides)``, then the walk of ``sizes`` with ``strides``, outermost first).
-
-    >>> pattern_indices(DmaTransfer("f", "b", (1, 2, 2, 2), (0, 8, 2, 1))).tolist()
-    [0, 1, 2, 3, 8, 9, 10, 11]
-    """
-    base = sum(int(o) * int(s) for o, s in zip(op.offsets, op.strides))
-    idx = np.zeros((1,), dtype=np.int64) + base
-    for size, stride in zip(op.sizes, op.strides):
-        idx = (idx[:, None] + np.arange(int(size), dtype=np.int64)[None, :] * int(stride)).reshape(-1)
-    return idx
 
 
 def tag_kernel(core_index: int) -> Callable:
@@ -233,7 +220,7 @@ def _shim_process(m: _Model, fifo: str, ops: list, host: dict, outputs: dict, wr
     pending = np.zeros(0, dtype=np.int64)                         # the current object's words
     k = 0
     for op in ops:
-        idx = pattern_indices(op)
+        idx = address_array(op.sizes, op.strides, op.offsets)
         buf = host[op.buffer] if into else outputs[op.buffer]
         if idx.size and (idx.min() < 0 or idx.max() >= buf.size):
             faults.append(f"transfer on fifo {fifo} reaches element {int(idx.max())} of {op.buffer}, which has "

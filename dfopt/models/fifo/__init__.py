@@ -80,35 +80,36 @@ def report(data: FifoData, outcome: Outcome, options: Options) -> dict:
     instance and the depths give; the search's record (``PROCESS_KEYS``) is checked by
     :func:`~dfopt.models.fifo.checks.search_record_faults` instead."""
     arrays = data.arrays
-    found = outcome.report
-    section: dict = {
+    rec = _search_record(data, outcome.report["best"], outcome.report["candidates"]) if outcome.report else {}
+    section = {
         "makespan": int(data.makespan), "reference_makespan": int(data.makespan),
         "objective": options.objective, "strategy": options.strategy,
         **totals(arrays, _vector(data, outcome.decision)),
+        **{k: rec[k] for k in ("chosen", "proof", "repaired", "repair_steps") if k in rec},
+        "safe": True, "latency_preserving": True,          # the checks prove both before a recount
+        **{k: rec[k] for k in ("candidates",) if k in rec},
+        "occupancy_baseline": totals(arrays, data.occupancy),
+        **{k: rec[k] for k in ("lp", "witness", "start") if k in rec},
     }
-    if found:
-        best, candidates = found["best"], found["candidates"]
-        section.update({
-            "chosen": best.name, "proof": best.proof,
-            "repaired": best.name.endswith("-repaired"),
-            "repair_steps": int(data.stats.get(f"{best.name.removesuffix('-repaired')}_repair_rounds", 0))})
-    section.update({"safe": True, "latency_preserving": True})    # the checks prove both before a recount
-    if found:
-        section["candidates"] = {c.name: {"safe": c.safe, "proof": c.proof, **totals(arrays, c.depths)}
-                                 for c in candidates}
-    section["occupancy_baseline"] = totals(arrays, data.occupancy)
-    if found:
-        lp_cands = [c for c in candidates if c.name.startswith("lp")]
-        if lp_cands:
-            section["lp"] = {"candidate": lp_cands[0].name, "safe": lp_cands[0].safe,
-                             **totals(arrays, lp_cands[0].depths)}
-        if best.witness is not None:
-            section["witness"] = _witness_dict(data, best.witness)
-        if best.sim is not None:
-            section["start"] = {k: int(v) for k, v in best.sim.start.items()}
     if data.delays is not None:
         section["delays"] = {n: float(round(d, 6)) for n, d in zip(data.names, data.delays)}
     return section
+
+
+def _search_record(data: FifoData, best, candidates: list) -> dict:
+    """What the search knows: the chosen candidate and its proof, every candidate, the LP's."""
+    arrays = data.arrays
+    rec = {"chosen": best.name, "proof": best.proof, "repaired": best.name.endswith("-repaired"),
+           "repair_steps": int(data.stats.get(f"{best.name.removesuffix('-repaired')}_repair_rounds", 0)),
+           "candidates": {c.name: {"safe": c.safe, "proof": c.proof, **totals(arrays, c.depths)} for c in candidates}}
+    lp_cands = [c for c in candidates if c.name.startswith("lp")]
+    if lp_cands:
+        rec["lp"] = {"candidate": lp_cands[0].name, "safe": lp_cands[0].safe, **totals(arrays, lp_cands[0].depths)}
+    if best.witness is not None:
+        rec["witness"] = _witness_dict(data, best.witness)
+    if best.sim is not None:
+        rec["start"] = {k: int(v) for k, v in best.sim.start.items()}
+    return rec
 
 
 #: what only the search knows (checked for consistency by ``search_record_faults``, the witness by

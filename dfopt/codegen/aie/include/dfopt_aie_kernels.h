@@ -49,24 +49,26 @@ template <> inline dfopt_bf16 from_float<dfopt_bf16>(float x) {
   return out;
 }
 
-template <int M, int K, int N, typename TA, typename TB, typename TC>
-void matmul(const TA* a, const TB* b, TC* c, bool acc) {
+// c = [c +] a @ b, with b's element (k, n) at b[k * BK + n * BN]: row-major K x N (BK = N, BN = 1)
+// or, for b^T, row-major N x K (BK = 1, BN = K)
+template <int M, int K, int N, int BK, int BN, typename TA, typename TB, typename TC>
+void matmul_strided(const TA* a, const TB* b, TC* c, bool acc) {
   for (int m = 0; m < M; m++)
     for (int n = 0; n < N; n++) {
       float s = acc ? to_float(c[m * N + n]) : 0.0f;
-      for (int k = 0; k < K; k++) s += to_float(a[m * K + k]) * to_float(b[k * N + n]);
+      for (int k = 0; k < K; k++) s += to_float(a[m * K + k]) * to_float(b[k * BK + n * BN]);
       c[m * N + n] = from_float<TC>(s);
     }
 }
 
 template <int M, int K, int N, typename TA, typename TB, typename TC>
+void matmul(const TA* a, const TB* b, TC* c, bool acc) {
+  matmul_strided<M, K, N, N, 1>(a, b, c, acc);
+}
+
+template <int M, int K, int N, typename TA, typename TB, typename TC>
 void matmul_bt(const TA* a, const TB* b, TC* c, bool acc) {
-  for (int m = 0; m < M; m++)
-    for (int n = 0; n < N; n++) {
-      float s = acc ? to_float(c[m * N + n]) : 0.0f;
-      for (int k = 0; k < K; k++) s += to_float(a[m * K + k]) * to_float(b[n * K + k]);
-      c[m * N + n] = from_float<TC>(s);
-    }
+  matmul_strided<M, K, N, 1, K>(a, b, c, acc);
 }
 
 template <int N, typename T> void add(const T* a, const T* b, T* out) {

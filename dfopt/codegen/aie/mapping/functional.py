@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dfopt.codegen.aie.design import AieDesign
+from dfopt.codegen.aie.mapping.host import _flat
 from dfopt.codegen.aie.sim import CORE_BASE, UNWRITTEN, WRITER_SHIFT, AieRun, run
 from dfopt.ir.itensor import DTYPE_BITS
 
@@ -81,13 +82,6 @@ def _owners(instance: Instance, solution: Solution) -> tuple[dict, dict]:
     return tile_of, members
 
 
-def _block_index(block, counts: tuple) -> int:
-    lin = 0
-    for (_, index), c in zip(block, counts):
-        lin = lin * c + int(index)
-    return lin
-
-
 def _compare(instance: Instance, solution: Solution, design: AieDesign, result: AieRun, notes: list) -> list[str]:
     assert design.runtime is not None and instance.graph is not None
     buffers = {b.name: (k, b) for k, b in enumerate(design.runtime.buffers)}
@@ -102,7 +96,7 @@ def _compare(instance: Instance, solution: Solution, design: AieDesign, result: 
                 continue
             counts = buffers[port["tensor"]][1].shape[:-1]
             for block in port["blocks"] or [[]]:
-                b = _block_index(block, counts)
+                b = _flat(block, counts)
                 if port["dir"] == "in":
                     reads.setdefault((t, port["tensor"]), set()).add(b)
                 else:
@@ -210,6 +204,16 @@ def write_sim(instance: Instance, solution: Solution, out_dir, name: str) -> dic
     return paths
 
 
+def report_text(report: FunctionalReport) -> str:
+    """What ``make sim`` prints: the run's size, every fault and note, then PASS or FAIL."""
+    s = report.summary
+    lines = [f"functional model: {s['cores']} cores, {s['fifos']} fifos, {s['objects']} objects moved in "
+             f"{s['wall_s']} s"]
+    lines += [f"  {f}" for f in report.faults] + [f"  note: {n}" for n in report.notes]
+    lines.append("PASS" if not report.faults else "FAIL")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m dfopt.codegen.aie.mapping.functional sim.json``: PASS / FAIL with the faults."""
     from dfopt.errors import DfoptError
@@ -226,14 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError, TypeError, DfoptError) as err:
         sys.stderr.write(f"functional model: cannot read {args[0]}: {err}\n")
         return 2
-    s = report.summary
-    print(f"functional model: {s['cores']} cores, {s['fifos']} fifos, {s['objects']} objects moved in "
-          f"{s['wall_s']} s")
-    for f in report.faults:
-        print(f"  {f}")
-    for note in report.notes:
-        print(f"  note: {note}")
-    print("PASS" if not report.faults else "FAIL")
+    sys.stdout.write(report_text(report))
     return 0 if not report.faults else 1
 
 
