@@ -25,10 +25,14 @@ def nominal_events(graph, kernel):
     for s in graph.streams.values():
         if s.dst == kernel:
             cii = graph.consume_ii(s.name)
-            events += [(k * cii, 0, order[s.name], k, s.name) for k in range(s.tokens)]
+            reads = ([k * cii for k in range(s.tokens)] if s.dst_schedule is None
+                     else s.dst_schedule.offsets().tolist())
+            events += [(n, 0, order[s.name], k, s.name) for k, n in enumerate(reads)]
         if s.src == kernel:
             pii, delay = graph.produce_ii(s.name), graph.kernels[kernel].delay
-            events += [(delay + k * pii, 1, order[s.name], k, s.name) for k in range(s.tokens)]
+            writes = ([delay + k * pii for k in range(s.tokens)] if s.src_schedule is None
+                      else s.src_schedule.offsets().tolist())
+            events += [(n, 1, order[s.name], k, s.name) for k, n in enumerate(writes)]
     return sorted(events)
 
 

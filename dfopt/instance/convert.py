@@ -16,6 +16,7 @@ from dfopt.ir.itensor import ITensorType
 from dfopt.ir.opgraph import OpGraph
 from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
 from dfopt.ir.program import Program, Statement
+from dfopt.ir.tokens import TokenSchedule
 from dfopt.schema import schema_issues, to_problems
 
 # == building the IR ==========================================================================
@@ -102,7 +103,13 @@ def _stream_from_dict(d: dict) -> Stream:
     return Stream(name=d["name"], src=d["src"], dst=d["dst"], tokens=tokens, width=width,
                   produce_ii=_int_or_none(d.get("produce_ii")), consume_ii=_int_or_none(d.get("consume_ii")),
                   src_type=src_type, dst_type=dst_type,
-                  converter_bytes=_int_or_none(d.get("converter_bytes")), depth=_int_or_none(d.get("depth")))
+                  converter_bytes=_int_or_none(d.get("converter_bytes")), depth=_int_or_none(d.get("depth")),
+                  src_schedule=_schedule_or_none(d.get("src_schedule")),
+                  dst_schedule=_schedule_or_none(d.get("dst_schedule")))
+
+
+def _schedule_or_none(value) -> TokenSchedule | None:
+    return None if value is None else TokenSchedule.from_json(value)
 
 
 def _default_width(src_type: ITensorType | None) -> int:
@@ -199,6 +206,9 @@ def _stream_to_dict(s: Stream) -> dict:
             out[key] = getattr(s, key).to_dict()
     _put_unless(out, "converter_bytes", s.converter_bytes, None)
     _put_unless(out, "depth", s.depth, None)
+    for key in ("src_schedule", "dst_schedule"):
+        if getattr(s, key) is not None:
+            out[key] = getattr(s, key).to_json()
     return out
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+import numpy as np
 
 from dfopt.instance.common import _at, _duplicate_names, _entries, _Faulty, _itensor_from_dict, _name, _unknown, _who
 from dfopt.instance.isl import _program_issues
@@ -33,6 +34,7 @@ from dfopt.ir.analyses import cyclic_nodes
 from dfopt.ir.itensor import DTYPE_BITS, ITensorType
 from dfopt.ir.opgraph import operator_issues
 from dfopt.ir.platform import PRESET_NAMES, load_preset
+from dfopt.ir.tokens import TokenSchedule, monotone_fault
 from dfopt.schema import did_you_mean, found
 
 #: Tokens of one stream and width of one token (bits): the schema's bounds, for derived values.
@@ -308,11 +310,37 @@ def _stream_limits(stream: dict, path: tuple, index: int, timing: _Timing, fault
         issues.append((path + ("depth",), f"{who}: depth x width = {depth} x {width} = {depth * width} bits, above the "
                                           f"limit {power_text(BITS_LIMIT)}; a depth above the tokens ({tokens}) "
                                           "buys nothing"))
-    if tokens == 0:
+    if tokens == 0 and "src_schedule" not in stream and "dst_schedule" not in stream:
         return tokens, width, issues
     for end, key, kind in (("src", "produce_ii", "write"), ("dst", "consume_ii", "read")):
         issues += _end_offset_issues(stream, path, who, timing, tokens, end, key, kind, faulty)
     return tokens, width, issues
+
+
+def _schedule_issues(stream: dict, path: tuple, who: str, tokens: int, end: str, kind: str) -> tuple:
+    """(issues, last offset) of a stream end's per-token schedule: as many tokens as the stream,
+    cycles that never decrease (checked on the blocks, not expanded), the last within
+    :data:`OFFSET_LIMIT`. The schema has bounded every number and the list's length."""
+    key = f"{end}_schedule"
+    at = path + (key,)
+    sched = TokenSchedule.from_json(stream[key])
+    count = sched.count
+    if count != tokens:
+        return [(at, f"{who}: {key} has {count} tokens (its blocks' trip products), the stream {tokens}; "
+                     "a schedule gives every token's cycle")], None
+    fault = monotone_fault(sched.blocks)
+    if fault is not None:
+        plain = all(isinstance(v, int) for v in stream[key])
+        if plain:
+            n = sched.offsets()
+            k = int(np.flatnonzero(np.diff(n) < 0)[0]) + 1
+            return [(at + (k,), f"{who}: {key}[{k}] = {int(n[k])} comes before {key}[{k - 1}] = {int(n[k - 1])}; "
+                                f"the {kind}s of a stream end happen in token order")], None
+        return [(at + (fault[0],), f"{who}: {key} {fault[1]}; the {kind}s of a stream end happen in token order")], None
+    if sched.last > OFFSET_LIMIT:
+        return [(at, f"{who}: {key}'s last {kind} at cycle {sched.last}, above the limit {power_text(OFFSET_LIMIT)} "
+                     "that keeps event times exact")], None
+    return [], sched.last
 
 
 def _end_offset_issues(stream: dict, path: tuple, who: str, timing: _Timing, tokens: int, end: str, key: str,
@@ -320,6 +348,18 @@ def _end_offset_issues(stream: dict, path: tuple, who: str, timing: _Timing, tok
     """The last nominal offset of one end of a stream within :data:`OFFSET_LIMIT`."""
     kernel = stream.get(end)
     if not isinstance(kernel, str) or kernel not in timing.at:
+        return []
+    if f"{end}_schedule" in stream:
+        if not faulty.clean(path + (f"{end}_schedule",)):
+            timing.complete = False
+            return []
+        issues, last = _schedule_issues(stream, path, who, tokens, end, kind)
+        if last is None or tokens == 0:
+            timing.complete = False
+        else:
+            timing.reach(kernel, last)
+        return issues
+    if tokens == 0:
         return []
     _, delay, kernel_ii = timing.at[kernel]
     ii = _count(stream, key, path, faulty, kernel_ii)

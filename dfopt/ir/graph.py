@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from dfopt.ir.itensor import ITensorType
+from dfopt.ir.tokens import TokenSchedule
 
 RESOURCE_KINDS = ("lut", "ff", "dsp", "bram", "uram", "bytes")
 
@@ -66,7 +67,11 @@ class Kernel:
 
 @dataclass
 class Stream:
-    """A FIFO stream from ``src`` to ``dst`` of ``tokens`` tokens of ``width`` bits each."""
+    """A FIFO stream from ``src`` to ``dst`` of ``tokens`` tokens of ``width`` bits each.
+
+    ``src_schedule`` / ``dst_schedule`` give the nominal cycle of every write / read
+    (:class:`~dfopt.ir.tokens.TokenSchedule`, relative to the kernel's start); an end without one
+    is steady: ``delay + k * produce_ii`` for writes, ``k * consume_ii`` for reads."""
 
     name: str
     src: str
@@ -79,6 +84,8 @@ class Stream:
     dst_type: ITensorType | None = None
     converter_bytes: int | None = None
     depth: int | None = None
+    src_schedule: TokenSchedule | None = None
+    dst_schedule: TokenSchedule | None = None
 
 
 class DataflowGraph:
@@ -154,10 +161,29 @@ class DataflowGraph:
         s = self.streams[stream]
         return s.consume_ii if s.consume_ii is not None else self.kernels[s.dst].ii
 
+    def write_schedule(self, stream: str) -> TokenSchedule:
+        """Nominal cycles of the stream's writes: its ``src_schedule``, else the steady one."""
+        s = self.streams[stream]
+        if s.src_schedule is not None:
+            return s.src_schedule
+        return TokenSchedule.steady(self.kernels[s.src].delay, self.produce_ii(stream), s.tokens)
+
+    def read_schedule(self, stream: str) -> TokenSchedule:
+        """Nominal cycles of the stream's reads: its ``dst_schedule``, else the steady one."""
+        s = self.streams[stream]
+        if s.dst_schedule is not None:
+            return s.dst_schedule
+        return TokenSchedule.steady(0, self.consume_ii(stream), s.tokens)
+
+    @property
+    def has_token_schedules(self) -> bool:
+        """Some stream end carries a per-token schedule."""
+        return any(s.src_schedule is not None or s.dst_schedule is not None for s in self.streams.values())
+
     def last_write_offset(self, kernel: str) -> int:
         """Nominal offset of the kernel's last write (its delay when it writes nothing)."""
         k = self.kernels[kernel]
-        return max([k.delay + (s.tokens - 1) * self.produce_ii(s.name) for s in self.out_streams(kernel)],
+        return max([self.write_schedule(s.name).last for s in self.out_streams(kernel) if s.tokens > 0],
                    default=k.delay)
 
     def latency(self, kernel: str) -> int:
@@ -165,8 +191,8 @@ class DataflowGraph:
         k = self.kernels[kernel]
         if k.latency is not None:
             return k.latency
-        reads = [(s.tokens - 1) * self.consume_ii(s.name) for s in self.in_streams(kernel)]
-        writes = [k.delay + (s.tokens - 1) * self.produce_ii(s.name) for s in self.out_streams(kernel)]
+        reads = [self.read_schedule(s.name).last for s in self.in_streams(kernel) if s.tokens > 0]
+        writes = [self.write_schedule(s.name).last for s in self.out_streams(kernel) if s.tokens > 0]
         return max(reads + writes, default=k.delay) + 1
 
     def slowest_ii(self) -> int:

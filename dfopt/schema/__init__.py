@@ -239,7 +239,17 @@ def _messages(err) -> list[Issue]:
     if kind in ("minItems", "maxItems"):
         bound = "at least" if kind == "minItems" else "at most"
         return [(path, f"expected {bound} {err.validator_value} items, got {found(err.instance)}")]
+    if kind in ("anyOf", "oneOf") and err.context:
+        return _messages(_closest_branch(err))
     return [(path, err.message)]
+
+
+def _closest_branch(err):
+    """Of the alternatives of an ``anyOf``, the fault of the one the value came closest to: the
+    deepest error, so that a list of blocks with one bad field names that field."""
+    from jsonschema.exceptions import relevance
+
+    return max(err.context, key=lambda e: (len(e.absolute_path), e.validator != "type", relevance(e)))
 
 
 def _unknown_field_messages(err, path: Path) -> list[Issue]:

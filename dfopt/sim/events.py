@@ -187,7 +187,9 @@ def _read_graph(graph):
         raise _bad(f"/graph/streams/{bad[0]}", f"stream {s.name!r}: expected tokens, produce_ii and "
                    f"consume_ii >= 0, got {s.tokens}, {pii[bad[0]]}, {cii[bad[0]]}")
     table = np.stack([src, dst, tokens, pii, cii], axis=1).reshape(-1, 5)
-    return [k.name for k in kernels], list(graph.streams), [s.depth for s in streams], delay, table
+    scheduled = tuple((j, s.src_schedule, s.dst_schedule) for j, s in enumerate(streams)
+                      if s.src_schedule is not None or s.dst_schedule is not None)
+    return [k.name for k in kernels], list(graph.streams), [s.depth for s in streams], delay, table, scheduled
 
 
 @dataclass
@@ -201,9 +203,11 @@ class _Sides:
     step: np.ndarray    # offset between tokens
     count: np.ndarray   # tokens
     ptr: np.ndarray     # (K+1,) CSR by kernel
+    last: np.ndarray    # offset of the last token
+    explicit: dict      # side index -> every token's offset, for sides with a per-token schedule
 
 
-def _sides(n_kernels: int, table: np.ndarray, delay: np.ndarray) -> _Sides:
+def _sides(n_kernels: int, table: np.ndarray, delay: np.ndarray, scheduled: tuple = ()) -> _Sides:
     src, dst, tokens, pii, cii = table.T
     n_streams = len(tokens)
     stream = np.concatenate([np.arange(n_streams), np.arange(n_streams)])
@@ -215,8 +219,23 @@ def _sides(n_kernels: int, table: np.ndarray, delay: np.ndarray) -> _Sides:
     stream, write, kernel = stream[order], write[order], kernel[order]
     ptr = np.zeros(n_kernels + 1, dtype=np.int64)
     np.cumsum(np.bincount(kernel, minlength=n_kernels), out=ptr[1:])
-    return _Sides(kernel, stream, write, np.where(write, delay[src[stream]], 0),
-                  np.where(write, pii[stream], cii[stream]), tokens[stream], ptr)
+    n0 = np.where(write, delay[src[stream]], 0)
+    step = np.where(write, pii[stream], cii[stream])
+    count = tokens[stream]
+    last = n0 + np.maximum(count - 1, 0) * step
+    explicit = {}
+    if scheduled:
+        side_of = {(int(j), bool(w)): i for i, (j, w) in enumerate(zip(stream.tolist(), write.tolist()))}
+        for j, src_s, dst_s in scheduled:
+            for w, sched in ((True, src_s), (False, dst_s)):
+                i = side_of.get((j, w))
+                if sched is not None and i is not None:
+                    if sched.count != count[i]:
+                        raise _bad(f"/graph/streams/{j}/{'src' if w else 'dst'}_schedule",
+                                   f"stream {j}: the schedule has {sched.count} tokens, the stream {count[i]}")
+                    explicit[i] = sched.offsets()
+                    n0[i], last[i] = sched.first, sched.last
+    return _Sides(kernel, stream, write, n0, step, count, ptr, last, explicit)
 
 
 def _sort_chunk(sd: _Sides, lo: int, hi: int, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -232,8 +251,11 @@ def _sort_chunk(sd: _Sides, lo: int, hi: int, base: np.ndarray) -> tuple[np.ndar
     first = np.cumsum(count) - count
     n0, step, write = sd.n0[lo:hi], sd.step[lo:hi], sd.write[lo:hi].astype(np.int64)
     tok0 = base[sd.stream[lo:hi]]
-    max_n = int((n0 + (count - 1) * step).max())
+    max_n = int(sd.last[lo:hi].max())
     b_k, b_n, b_t = (max(1, int(v).bit_length()) for v in (kernel[-1], max_n, base[-1]))
+    explicit = [i for i in range(lo, hi) if i in sd.explicit] if sd.explicit else []
+    if explicit:
+        return _sort_explicit(sd, lo, hi, base, explicit, (b_k, b_n, b_t))
     if b_k + b_n + 1 + b_t <= 63:
         sh_n = b_t + 1
         sh_k = sh_n + b_n
@@ -252,6 +274,31 @@ def _sort_chunk(sd: _Sides, lo: int, hi: int, base: np.ndarray) -> tuple[np.ndar
     order = np.lexsort((tok0[side_of] + k, write[side_of], n, kernel[side_of]))
     side_of, k = side_of[order], k[order]
     return 2 * (tok0[side_of] + k) + write[side_of], n[order]
+
+
+def _sort_explicit(sd: _Sides, lo: int, hi: int, base: np.ndarray, explicit: list,
+                   bits: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_sort_chunk` when some sides carry per-token schedules: every event's offset
+    spelled out (steady sides by one ``arange`` each, scheduled ones from their blocks), then one
+    key per event as there."""
+    count = sd.count[lo:hi]
+    first = np.cumsum(count) - count
+    side_of = np.repeat(np.arange(hi - lo), count)
+    k = np.arange(len(side_of), dtype=np.int64) - first[side_of]
+    n = sd.n0[lo:hi][side_of] + k * sd.step[lo:hi][side_of]
+    for i in explicit:
+        n[first[i - lo]:first[i - lo] + count[i - lo]] = sd.explicit[i]
+    kernel = (sd.kernel[lo:hi] - sd.kernel[lo])[side_of]
+    write = sd.write[lo:hi].astype(np.int64)[side_of]
+    tok = base[sd.stream[lo:hi]][side_of] + k
+    b_k, b_n, b_t = bits
+    if b_k + b_n + 1 + b_t <= 63:
+        sh_n = b_t + 1
+        key = (kernel << (sh_n + b_n)) | (n << sh_n) | (write << b_t) | tok
+        key.sort(kind="stable")
+        return ((key & ((1 << b_t) - 1)) << 1) | ((key >> b_t) & 1), (key >> sh_n) & ((1 << b_n) - 1)
+    order = np.lexsort((tok, write, n, kernel))
+    return 2 * tok[order] + write[order], n[order]
 
 
 def _next_on_side(ev_pos: np.ndarray, base: np.ndarray, idx) -> np.ndarray:
@@ -282,8 +329,8 @@ def compile_events(graph: DataflowGraph, *, cache: bool = True) -> EventProgram:
     >>> compile_events(g).ev_code is compile_events(g).ev_code
     True
     """
-    kernel_names, stream_names, graph_depths, delay, table = _read_graph(graph)
-    shape = (kernel_names, stream_names, delay, table)
+    kernel_names, stream_names, graph_depths, delay, table, scheduled = _read_graph(graph)
+    shape = (kernel_names, stream_names, delay, table, scheduled)
     if cache:
         try:
             hit = _CACHE.get(graph)
@@ -291,7 +338,7 @@ def compile_events(graph: DataflowGraph, *, cache: bool = True) -> EventProgram:
             hit, cache = None, False
         if hit is not None and _same_shape(hit[0], shape):
             return dataclasses.replace(hit[1], graph_depths=graph_depths)
-    prog = _compile(kernel_names, stream_names, graph_depths, delay, table)
+    prog = _compile(kernel_names, stream_names, graph_depths, delay, table, scheduled)
     if cache:
         _CACHE[graph] = (shape, prog)
     return prog
@@ -301,21 +348,22 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _same_shape(a: tuple, b: tuple) -> bool:
-    return a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2]) and np.array_equal(a[3], b[3])
+    return (a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2]) and np.array_equal(a[3], b[3])
+            and a[4] == b[4])
 
 
 def _compile(kernel_names: list, stream_names: list, graph_depths: list, delay: np.ndarray,
-             table: np.ndarray) -> EventProgram:
+             table: np.ndarray, scheduled: tuple = ()) -> EventProgram:
     """Sort every kernel's events, chunk by chunk of whole kernels."""
     n_kernels = len(kernel_names)
     tokens = table[:, 2].copy()
     base = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(tokens, out=base[1:])
-    sd = _sides(n_kernels, table, delay)
+    sd = _sides(n_kernels, table, delay, scheduled)
     n_events = 2 * int(base[-1])
     ev_lo = np.zeros(n_kernels + 1, dtype=np.int64)
     np.cumsum(np.bincount(sd.kernel, weights=sd.count, minlength=n_kernels).astype(np.int64), out=ev_lo[1:])
-    max_n = int((sd.n0 + (sd.count - 1) * sd.step).max(initial=0))
+    max_n = int(sd.last.max(initial=0))
     idx = _index_dtype(n_events)
     ev_code = np.empty(n_events, dtype=idx)
     ev_n = np.empty(n_events, dtype=_index_dtype(max_n))
