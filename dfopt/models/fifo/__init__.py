@@ -34,6 +34,7 @@ from dfopt.models.fifo.edges import OBJECTIVES, STRATEGIES, objective_value, tot
 from dfopt.models.fifo.formulations import formulations
 from dfopt.models.fifo.summary import summary
 from dfopt.models.options import CommonOptions, option
+from dfopt.sim import simulate
 
 if TYPE_CHECKING:
     from dfopt.ir.graph import DataflowGraph
@@ -63,6 +64,12 @@ class Options(CommonOptions):
                            choices=SIMULATE_MODES)
     refine_budget: int = option(100_000_000, "events x schedule passes the per-kernel witness search may "
                                              "spend", minimum=0, maximum=10**12)
+    latency_slack: float = option(0.0, "allow a makespan up to (1 + X) x the unbounded reference (0: "
+                                        "latency-preserving)", minimum=0, maximum=100, metavar="X")
+    frontier: int = option(0, "also return N Pareto points (objective vs makespan) at latency slacks from 0 to "
+                              "frontier_slack, each proven by simulation", minimum=0, maximum=64, metavar="N")
+    frontier_slack: float = option(1.0, "the largest latency slack of the frontier", exclusive_minimum=0,
+                                   maximum=100, metavar="X")
 
 
 def objective(data: FifoData, decision: FifoDepths) -> int:
@@ -81,6 +88,7 @@ def report(data: FifoData, outcome: Outcome, options: Options) -> dict:
     :func:`~dfopt.models.fifo.checks.search_record_faults` instead."""
     arrays = data.arrays
     rec = _search_record(data, outcome.report["best"], outcome.report["candidates"]) if outcome.report else {}
+    slack = options.latency_slack > 0
     section = {
         "makespan": int(data.makespan), "reference_makespan": int(data.makespan),
         "objective": options.objective, "strategy": options.strategy,
@@ -91,6 +99,13 @@ def report(data: FifoData, outcome: Outcome, options: Options) -> dict:
         "occupancy_baseline": totals(arrays, data.occupancy),
         **{k: rec[k] for k in ("lp", "witness", "start") if k in rec},
     }
+    if slack:
+        # the depths' own makespan is what the bounded run gives: the checks simulate it
+        run = simulate(data.graph, dict(zip(data.names, _vector(data, outcome.decision).tolist())))
+        section.update(makespan=run.makespan, latency_slack=options.latency_slack, makespan_limit=data.limit,
+                       latency_preserving=run.makespan == data.makespan)
+    if outcome.report.get("frontier") is not None:
+        section["frontier"] = outcome.report["frontier"]
     if data.delays is not None:
         section["delays"] = {n: float(round(d, 6)) for n, d in zip(data.names, data.delays)}
     return section
@@ -115,7 +130,7 @@ def _search_record(data: FifoData, best, candidates: list) -> dict:
 #: what only the search knows (checked for consistency by ``search_record_faults``, the witness by
 #: the witness check, not recounted): the candidates and their proofs, the LP's delays, start times
 PROCESS_KEYS = frozenset({"chosen", "proof", "repaired", "repair_steps", "candidates", "lp", "witness", "start",
-                          "delays"})
+                          "delays", "frontier"})
 
 
 def _witness_dict(data: FifoData, mix: np.ndarray) -> dict:
@@ -135,6 +150,7 @@ def _plot(instance, solution, path, streams=None) -> None:
 PROBLEM = Problem(
     info=registry.info("fifo"), options=Options, decision=FifoDepths, prepare=prepare,
     formulations=formulations(), default="slack", objective=objective, report=report, checks=checks,
+    lower_bound=lambda data: data.lower_bound(),
     summary=summary, plot=_plot, recount=True, process_keys=PROCESS_KEYS,
     recorded={"objective": lambda inst, o: o.objective, "strategy": lambda inst, o: o.strategy})
 

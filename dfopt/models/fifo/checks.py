@@ -13,6 +13,7 @@ witness is found; ``"always"`` and ``"never"`` force the choice.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,6 +33,16 @@ SIMULATE_EVENTS = 8_000_000
 SIMULATE_MODES = ("auto", "always", "never")
 
 
+def makespan_limit(reference: int, slack: float) -> int:
+    """The makespan a safe answer may take: ``floor((1 + slack) x reference)``, exactly the
+    unbounded reference at slack 0 (latency-preserving).
+
+    >>> makespan_limit(1000, 0.0), makespan_limit(1000, 0.05), makespan_limit(999, 0.001)
+    (1000, 1050, 999)
+    """
+    return int(reference) + math.floor(float(slack) * int(reference))
+
+
 def blocked_text(res: SimResult) -> str:
     return "; ".join(f"{b.kernel} waits on {b.stream} ({b.kind}, token {b.token})" for b in res.blocked[:8])
 
@@ -49,14 +60,17 @@ def _depth_faults(graph, depths) -> list[str]:
 SIM_SECONDS_PER_EVENT = 4e-6
 
 
-def _simulated_check(graph, depths, reference) -> Check:
+def _simulated_check(graph, depths, reference, limit: int) -> tuple[Check, SimResult]:
     res = simulate(graph, depths)
     bad = []
     if res.deadlock:
         bad.append("deadlock: " + blocked_text(res))
-    elif res.makespan != reference.makespan:
-        bad.append(f"makespan {res.makespan} exceeds the unbounded reference {reference.makespan}")
-    return Check("simulated", not bad, bad)
+    elif res.makespan is not None and res.makespan > limit:
+        bad.append(f"makespan {res.makespan} exceeds the unbounded reference {reference.makespan}" if
+                   limit == reference.makespan else
+                   f"makespan {res.makespan} exceeds the limit {limit} (the reference {reference.makespan} "
+                   "with the latency slack)")
+    return Check("simulated", not bad, bad), res
 
 
 def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
@@ -73,11 +87,13 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
         return out
     simulate_mode = options.simulate
     reference = reference_run(graph)
+    assert reference.makespan is not None  # a graph that deadlocks unbounded has no solution to check
+    limit = makespan_limit(reference.makespan, options.latency_slack)
     arrays = stream_arrays(graph)
     vec = np.array([depths[n] for n in arrays.names], dtype=np.int64)
     lam = None
+    family = schedule_family(graph, reference, makespan=limit)
     if simulate_mode != "always":
-        family = schedule_family(graph, reference)
         if "witness" in sec:
             faults = _stored_witness_faults(family, sec["witness"], vec)
             lam = None if faults else 1.0
@@ -93,8 +109,11 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
         out.append(Check("simulation-skipped", True, [
             f"the witness schedule proves the depths; the bounded simulation (~{events * SIM_SECONDS_PER_EVENT:.1f} s "
             f"for {events} events) would run past the time limit ({left:.1f} s left); dfopt check runs it"]))
-    elif simulate_mode == "always" or (simulate_mode == "auto" and (small or lam is None)):
-        out.append(_simulated_check(graph, depths, reference))
+    run = None
+    if not any(c.name == "simulation-skipped" for c in out) and (
+            simulate_mode == "always" or (simulate_mode == "auto" and (small or lam is None))):
+        check_, run = _simulated_check(graph, depths, reference, limit)
+        out.append(check_)
     recount = totals(arrays, vec)
     tot_bad = [f"{k}: reported {sec.get(k)}, recounted {v}" for k, v in recount.items()
                if k in sec and sec[k] != v]
@@ -102,16 +121,81 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
     if solution.objective is None or solution.objective != objective:
         tot_bad.append(f"objective: reported {solution.objective}, recounted {objective} "
                        f"({options.objective})")
-    for key in ("makespan", "reference_makespan"):
-        if sec.get(key) not in (None, reference.makespan):
-            tot_bad.append(f"{key}: reported {sec[key]}, simulated unbounded {reference.makespan}")
+    tot_bad += _makespan_faults(sec, reference.makespan, limit, options.latency_slack, run)
     out.append(Check("objective-recounted", not tot_bad, tot_bad))
+    if solution.bound is not None:
+        bound = objective_value(arrays, family.lower_bound(), options.objective)
+        bad_bound = ([f"bound {solution.bound} is above the recomputed bound {bound} (the depths below which no "
+                      "safe assignment within the makespan limit goes)"] if solution.bound > bound + 1e-9 else [])
+        out.append(Check("bound", not bad_bound, bad_bound))
+    if "frontier" in sec:
+        faults = frontier_faults(graph, arrays, sec["frontier"], reference.makespan, options)
+        out.append(Check("frontier", not faults, faults))
     record = search_record_faults(sec, recount, options.objective)
     out.append(Check("search-record", not record, record))
     if not any(c.name in ("witness", "simulated") for c in out):
         out.append(Check("latency-preserving", False,
                          ["no witness schedule dominates these depths and simulation was not run"]))
     return out
+
+
+def _makespan_faults(sec: dict, reference: int, limit: int, slack: float, run) -> list[str]:
+    """The section's makespans: the reference is the unbounded run's; without a slack the
+    depths' makespan is the reference; with one it is the bounded run's (when simulated) and
+    within the limit, and the limit and slack are the options'."""
+    bad = []
+    if sec.get("reference_makespan") not in (None, reference):
+        bad.append(f"reference_makespan: reported {sec['reference_makespan']}, simulated unbounded {reference}")
+    made = sec.get("makespan")
+    if slack == 0 and made not in (None, reference):
+        bad.append(f"makespan: reported {made}, simulated unbounded {reference}")
+    if slack > 0:
+        if run is not None and not run.deadlock and made != run.makespan:
+            bad.append(f"makespan: reported {made}, the bounded run takes {run.makespan}")
+        elif made is not None and (isinstance(made, bool) or not isinstance(made, int) or made > limit):
+            bad.append(f"makespan: reported {made!r}, above the limit {limit}")
+        if sec.get("makespan_limit") not in (None, limit):
+            bad.append(f"makespan_limit: reported {sec['makespan_limit']}, the options give {limit}")
+        if made is not None and sec.get("latency_preserving") is not (made == reference):
+            bad.append(f"latency_preserving {sec.get('latency_preserving')!r} but the makespan is {made} against "
+                       f"the reference {reference}")
+    return bad
+
+
+def frontier_faults(graph, arrays, points, reference: int, options: Options) -> list[str]:
+    """Every frontier point proven again: complete depths, the bounded run's makespan as
+    reported and within the point's limit, figures recounted, slacks within the options' range,
+    and no point dominated by another."""
+    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        return ["frontier must be a list of points"]
+    bad: list[str] = []
+    key = _OBJECTIVE_KEY.get(options.objective, "total_depth")
+    for i, p in enumerate(points):
+        slack, depths = p.get("latency_slack"), p.get("depths")
+        if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not 0 <= slack <= options.frontier_slack:
+            bad.append(f"frontier[{i}]: latency_slack {slack!r} outside [0, {options.frontier_slack}]")
+            continue
+        if not isinstance(depths, dict) or _depth_faults(graph, depths):
+            bad.append(f"frontier[{i}]: " + ("; ".join(_depth_faults(graph, depths)[:3]) if isinstance(depths, dict)
+                                             else "depths missing"))
+            continue
+        limit = makespan_limit(reference, slack)
+        res = simulate(graph, depths)
+        if res.deadlock:
+            bad.append(f"frontier[{i}]: deadlock: " + blocked_text(res))
+            continue
+        if res.makespan != p.get("makespan") or (res.makespan or 0) > limit or p.get("makespan_limit") != limit:
+            bad.append(f"frontier[{i}]: makespan reported {p.get('makespan')} (limit {p.get('makespan_limit')}), "
+                       f"simulated {res.makespan} (limit {limit})")
+        vec = np.array([depths[n] for n in arrays.names], dtype=np.int64)
+        bad += [f"frontier[{i}]/{k}: reported {p.get(k)}, recounted {v}" for k, v in totals(arrays, vec).items()
+                if p.get(k) != v]
+    if not bad:
+        for i, p in enumerate(points):
+            if any(q is not p and q["makespan"] <= p["makespan"] and q[key] <= p[key]
+                   and (q["makespan"], q[key]) != (p["makespan"], p[key]) for q in points):
+                bad.append(f"frontier[{i}] is dominated (makespan {p['makespan']}, {key} {p[key]})")
+    return bad
 
 
 _FIGURES = ("total_depth", "total_bits", "bram18")

@@ -104,3 +104,80 @@ def paper_max_tokens_array(tokens: npt.ArrayLike, D: npt.ArrayLike, ii_src: npt.
     value = np.where(a < b, T - np.floor((last - delay) / b), np.ceil((delay - D) / a))
     out = np.minimum(T, np.maximum(1, value))
     return np.where(T > 0, out, 0).astype(np.int64)
+
+
+# -- streams with per-token schedules ---------------------------------------------------------
+#
+# A stream end with a per-token schedule (docs/design.md, the token timing model) has no closed
+# form: its curve is computed from the cycles. The producer writes token k at ``w_k``; the
+# consumer, started ``delay`` cycles later, asks for token k at ``delay + r_k`` and, as in the
+# steady case, stalls only on an empty FIFO: ``a_k = max(a_{k-1} + r_k - r_{k-1}, w_k + 1)``.
+
+def schedule_reads(writes: np.ndarray, reads: np.ndarray, delay: int) -> np.ndarray:
+    """Read times of the pair in isolation, the consumer started ``delay`` cycles late.
+
+    >>> schedule_reads(np.array([10, 11, 12]), np.array([0, 1, 2]), 0).tolist()
+    [11, 12, 13]
+    """
+    nominal = reads.astype(np.int64) + int(delay)
+    return nominal + np.maximum.accumulate(np.maximum(writes + 1 - nominal, 0))
+
+
+def schedule_max_tokens(writes: np.ndarray, reads: np.ndarray, delay: float) -> int:
+    """Exact no-stall depth of a scheduled pair at a start ``delay`` (rounded up to a cycle).
+
+    A burst of 4 writes in 4 cycles read one every 2 cycles needs 3 slots:
+
+    >>> w, r = np.array([27, 28, 29, 30]), np.array([0, 2, 4, 6])
+    >>> schedule_max_tokens(w, r, 0), schedule_max_tokens(w, r, 30)
+    (3, 4)
+    """
+    if len(writes) == 0:
+        return 0
+    return occupancy_depth(writes, schedule_reads(writes, reads, int(np.ceil(delay - 1e-9))))
+
+
+CURVE_SAMPLES = 64
+
+
+def schedule_curve(writes: np.ndarray, reads: np.ndarray, samples: int = CURVE_SAMPLES
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(delays, depths) of the scheduled pair's curve from the least useful delay (the first
+    read right after the first write) to the one where the first read follows the last write
+    (depth T): ``samples`` points, integer delays, depths non-decreasing.
+
+    >>> d, n = schedule_curve(np.array([27, 28, 29, 30]), np.array([0, 2, 4, 6]), samples=4)
+    >>> d.tolist(), n.tolist()
+    ([28, 29, 30, 31], [3, 3, 4, 4])
+    """
+    lo = int(writes[0]) + 1 - int(reads[0])
+    hi = max(lo, int(writes[-1]) + 1 - int(reads[0]))
+    d = np.unique(np.linspace(lo, hi, max(2, samples)).round().astype(np.int64))
+    return d, np.array([schedule_max_tokens(writes, reads, x) for x in d.tolist()], dtype=np.int64)
+
+
+def convex_pieces(d: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lower convex envelope of the points ``(d, f)`` (``d`` increasing) as (breakpoints,
+    slopes): slope ``slopes[i]`` from ``breaks[i]`` to ``breaks[i + 1]`` (the last slope goes on
+    past the last breakpoint); slopes increase and are >= 0 when ``f`` never decreases.
+
+    >>> b, s = convex_pieces(np.array([0, 1, 2, 3, 4]), np.array([1, 1, 2, 4, 4]))
+    >>> b.tolist(), s.round(3).tolist()
+    ([0, 1], [0.0, 1.0])
+    """
+    hull: list[int] = []
+    for i in range(len(d)):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # drop b when it lies on or above the chord from a to i
+            if (f[b] - f[a]) * (d[i] - d[a]) >= (f[i] - f[a]) * (d[b] - d[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    idx = np.array(hull)
+    if len(idx) == 1:
+        return d[idx], np.zeros(1)
+    slopes = np.diff(f[idx]).astype(float) / np.diff(d[idx])
+    keep = np.concatenate([[True], np.diff(slopes) > 1e-12])     # merge collinear pieces
+    return d[idx][:-1][keep], slopes[keep]

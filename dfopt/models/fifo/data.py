@@ -7,6 +7,8 @@ witness schedule, or a bounded simulation) or why it is not.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -15,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dfopt.errors import InfeasibleError
-from dfopt.models.fifo.checks import SIMULATE_EVENTS, blocked_text
+from dfopt.models.fifo.checks import SIMULATE_EVENTS, blocked_text, makespan_limit
 from dfopt.models.fifo.edges import objective_value, stream_arrays
 from dfopt.models.fifo.witness import refine, schedule_family
 from dfopt.sim import compile_events, reference_run, simulate
@@ -54,12 +56,30 @@ class FifoData:
             raise InfeasibleError("the graph deadlocks even with unbounded FIFOs: " + blocked_text(self.reference))
         assert self.reference.makespan is not None  # a run without deadlock has a makespan
         self.makespan: int = self.reference.makespan
-        self.family = schedule_family(graph, self.reference)
+        self.limit: int = makespan_limit(self.makespan, options.latency_slack)   # what a safe answer may take
+        self.family = schedule_family(graph, self.reference, makespan=self.limit)
         self.occupancy = self.family.depths(1.0)
         self.delays: np.ndarray | None = None      # stream delays, when an LP ran
         self._slack: Candidate | None = None
         self.events = compile_events(graph).n_events
         self.stats: dict = {"events": self.events}
+
+    def at_slack(self, slack: float) -> FifoData:
+        """The same problem at another latency slack: shares the graph, the reference run and the
+        deadline; a new witness family (its latest schedules end by the new limit)."""
+        other = copy.copy(self)
+        other.options = dataclasses.replace(self.options, latency_slack=float(slack), frontier=0)
+        other.limit = makespan_limit(self.makespan, slack)
+        other.family = schedule_family(self.graph, self.reference, makespan=other.limit)
+        other.occupancy = self.occupancy
+        other.delays, other._slack, other.stats = None, None, {"events": self.events}
+        return other
+
+    def lower_bound(self) -> int:
+        """A bound of the objective over every safe assignment within the limit: the objective
+        of the per-stream depths below which no such assignment goes
+        (:meth:`~.witness.ScheduleFamily.lower_bound`; every objective grows with depth)."""
+        return self.value(self.family.lower_bound())
 
     def value(self, depths: npt.ArrayLike) -> int:
         return objective_value(self.arrays, depths, self.options.objective)
@@ -110,7 +130,7 @@ class FifoData:
         if not self.can_simulate and self.options.simulate != "always":
             return Candidate(name, depths, False, self.value(depths), "no witness; too large to simulate")
         res = simulate(self.graph, dict(zip(self.names, depths.tolist())))
-        safe = not res.deadlock and res.makespan == self.makespan
+        safe = res.makespan is not None and res.makespan <= self.limit
         proof = "simulated" if safe else ("deadlock" if res.deadlock else f"makespan {res.makespan}")
         return Candidate(name, depths, safe, self.value(depths), proof, res)
 

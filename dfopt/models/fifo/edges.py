@@ -2,7 +2,10 @@
 
 The strategy decides which initiation intervals the token curves assume: ``normal`` uses each
 stream's own produce / consume II, ``conservative`` scales every II to the slowest one in the
-graph (StreamTensor 5.3). Verification always simulates the real graph.
+graph (StreamTensor 5.3). A stream with a per-token schedule at either end (docs/design.md, the
+token timing model) keeps its cycles as given under both strategies: :func:`scheduled_ends` gives
+its write and read cycles, from which the LP formulations compute its curve (:mod:`.curves`).
+Verification always simulates the real graph.
 
 >>> from dfopt.ir import DataflowGraph, Kernel, Stream
 >>> g = DataflowGraph([Kernel("a", delay=3), Kernel("b", ii=2)], [Stream("e", "a", "b", 8, 16)])
@@ -15,7 +18,7 @@ graph (StreamTensor 5.3). Verification always simulates the real graph.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +41,7 @@ class StreamArrays:
     width: np.ndarray
     ii_src: np.ndarray       # II the curves assume (strategy applied)
     ii_dst: np.ndarray
+    scheduled: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # a per-token schedule at an end
 
 
 def stream_arrays(graph: DataflowGraph, strategy: str = "normal") -> StreamArrays:
@@ -51,15 +55,27 @@ def stream_arrays(graph: DataflowGraph, strategy: str = "normal") -> StreamArray
         slowest = graph.slowest_ii()
         ii_src = np.full_like(ii_src, slowest)
         ii_dst = np.full_like(ii_dst, slowest)
+    lower = np.array([graph.kernels[s.src].delay for s in streams], dtype=np.int64)
+    scheduled = np.array([(s.src_schedule is not None or s.dst_schedule is not None) and s.tokens > 0
+                          for s in streams], dtype=bool)
+    for j in np.flatnonzero(scheduled).tolist():
+        # the consumer's first read may come no earlier than the first write
+        lower[j] = graph.write_schedule(names[j]).first - graph.read_schedule(names[j]).first
     return StreamArrays(
         kernels=kernels, names=names,
         src=np.array([index[s.src] for s in streams], dtype=np.int64),
         dst=np.array([index[s.dst] for s in streams], dtype=np.int64),
-        lower=np.array([graph.kernels[s.src].delay for s in streams], dtype=np.int64),
+        lower=lower,
         tokens=np.array([s.tokens for s in streams], dtype=np.int64),
         width=np.array([s.width for s in streams], dtype=np.int64),
-        ii_src=ii_src, ii_dst=ii_dst,
+        ii_src=ii_src, ii_dst=ii_dst, scheduled=scheduled,
     )
+
+
+def scheduled_ends(graph: DataflowGraph, arrays: StreamArrays) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per scheduled stream (by index): its write cycles and its read cycles."""
+    return {j: (graph.write_schedule(arrays.names[j]).offsets(), graph.read_schedule(arrays.names[j]).offsets())
+            for j in np.flatnonzero(arrays.scheduled).tolist()}
 
 
 def objective_weights(arrays: StreamArrays, objective: str) -> np.ndarray:

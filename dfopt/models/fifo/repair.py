@@ -34,8 +34,10 @@ class RepairOutcome:
 
 
 def is_latency_preserving(graph: DataflowGraph, names: Sequence[str], depths: Iterable[int], reference: int) -> bool:
+    """No deadlock and a makespan within ``reference`` (the unbounded makespan, or the limit a
+    latency slack allows: no bounded run is shorter than the unbounded one)."""
     res = simulate(graph, dict(zip(names, (int(d) for d in depths))))
-    return not res.deadlock and res.makespan == reference
+    return not res.deadlock and res.makespan is not None and res.makespan <= reference
 
 
 def _streams_to_grow(res) -> set:
@@ -73,7 +75,7 @@ def _repair(graph, names, depths, reference: int, target, max_rounds: int, deadl
     for rounds in range(max_rounds + 1):
         res = simulate(graph, dict(zip(names, depths.tolist())), record=True)
         ph.update(detail=f"round {rounds + 1}, {int(touched.sum())} streams grown")
-        if not res.deadlock and res.makespan == reference:
+        if res.makespan is not None and res.makespan <= reference:
             return RepairOutcome(depths, True, rounds, int(touched.sum()))
         if rounds == max_rounds or (deadline is not None and time.perf_counter() > deadline):
             break
@@ -91,7 +93,8 @@ def _repair(graph, names, depths, reference: int, target, max_rounds: int, deadl
 
 def shrink(graph: DataflowGraph, names: Sequence[str], depths: npt.ArrayLike, reference: int, order: Iterable[int],
            *, deadline: float) -> tuple[np.ndarray, int, bool]:
-    """Binary-search each stream's depth down (in ``order``) while the makespan stays equal.
+    """Binary-search each stream's depth down (in ``order``) while the makespan stays within
+    ``reference``.
 
     Returns (depths, simulations run, finished before the deadline).
     """

@@ -20,9 +20,14 @@ def summary(instance: Instance, solution: Solution) -> list[str]:
     lines = [f"  {len(depths)} streams, strategy {sec['strategy']}, objective {sec['objective']}: "
              f"{sec[key]}{ratio}",
              f"  total depth {sec['total_depth']}, total bits {sec['total_bits']}, BRAM18 {sec['bram18']}",
-             f"  makespan {sec['makespan']} cycles (unbounded reference {sec['reference_makespan']}); "
-             f"answer from {sec['chosen']}"
+             f"  makespan {sec['makespan']} cycles (unbounded reference {sec['reference_makespan']}"
+             + (f", limit {sec['makespan_limit']} at latency slack {sec['latency_slack']:g}" if "makespan_limit" in sec
+                else "")
+             + f"); answer from {sec['chosen']}"
              + (f", LP depths repaired in {sec['repair_steps']} rounds" if sec.get("repaired") else "")]
+    if sec.get("frontier"):
+        lines.append(f"  frontier ({len(sec['frontier'])} Pareto points, makespan: {key}): "
+                     + ", ".join(f"{p['makespan']}: {p[key]}" for p in sec["frontier"]))
     deepest = sorted(depths.items(), key=lambda kv: -kv[1])[:8]
     lines.append("  deepest: " + ", ".join(f"{n}={d}" for n, d in deepest))
     return lines

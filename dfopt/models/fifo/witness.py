@@ -102,6 +102,28 @@ class ScheduleFamily:
             self._kcode[p.ev_code] = np.repeat(np.arange(p.n_kernels), np.diff(p.ev_lo))
         return self._kcode
 
+    def lower_bound(self) -> np.ndarray:
+        """Per stream, a depth no safe assignment within the family's makespan goes below.
+
+        The bounded run of any such assignment satisfies every constraint of the unbounded
+        system and ends by ``makespan - 1``, so each of its events lies between the earliest and
+        the latest schedule; a stream's occupancy falls as its writes come later and its reads
+        earlier, so its depth is at least the occupancy with writes at their latest and reads
+        at their earliest (and at least 1).
+
+        >>> from dfopt.ir import DataflowGraph, Kernel, Stream
+        >>> from dfopt.sim import simulate
+        >>> g = DataflowGraph([Kernel("a"), Kernel("c", delay=6), Kernel("b")],
+        ...                   [Stream("ab", "a", "b", 8), Stream("ac", "a", "c", 8), Stream("cb", "c", "b", 8)])
+        >>> schedule_family(g, simulate(g, unbounded=True, record=True)).lower_bound().tolist()  # = the optimum
+        [7, 2, 2]
+        """
+        if self._alap is None:
+            self._alap = latest_times(self.prog, self.makespan)
+        mixed = self._asap.copy()
+        mixed[1:-1:2] = self._alap[1:-1:2]         # writes (odd codes) at their latest
+        return np.maximum(occupancy(self.prog, mixed), 1)
+
     def safe(self, depths: npt.ArrayLike) -> float | None:
         """A lam whose schedule witnesses that ``depths`` are safe (None: no witness here)."""
         depths = np.asarray(depths, dtype=np.int64)
@@ -111,15 +133,19 @@ class ScheduleFamily:
         return None
 
 
-def schedule_family(graph: DataflowGraph, reference: SimResult, lambdas: Iterable[float] = LAMBDAS) -> ScheduleFamily:
-    """The family around an unbounded reference run (``simulate(..., record=True)``).
+def schedule_family(graph: DataflowGraph, reference: SimResult, lambdas: Iterable[float] = LAMBDAS,
+                    makespan: int | None = None) -> ScheduleFamily:
+    """The family around an unbounded reference run (``simulate(..., record=True)``), its latest
+    schedules ending by ``makespan`` (default the reference's: latency-preserving witnesses; a
+    larger one, a latency slack, allows later schedules and so smaller depths).
 
     Its lam = 1 depths are the reference run's occupancy, taken from the run, not recounted.
     """
     prog, asap = reference.event_times()
     if reference.makespan is None:
         raise ValueError("a schedule family needs a reference run without deadlock")
-    family = ScheduleFamily(prog, asap, reference.makespan, lambdas)
+    family = ScheduleFamily(prog, asap, reference.makespan if makespan is None else max(makespan, reference.makespan),
+                            lambdas)
     occ = np.array([reference.max_occupancy[n] for n in family.names], dtype=np.int64)
     family._depths[1.0] = np.maximum(occ, 1)
     return family
