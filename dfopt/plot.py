@@ -34,7 +34,8 @@ def _pyplot():
 
 def plot_fifo(instance: Instance, solution: Solution, path: StrPath, streams: Sequence[str] | None = None,
               max_kernels: int = 60) -> None:
-    """Draw token curves of ``streams`` (default: the three deepest) and a Gantt chart to ``path``."""
+    """Draw token curves of ``streams`` (default: the three deepest) and a Gantt chart to ``path``;
+    with a frontier in the solution (``--frontier N``), also its points (makespan vs objective)."""
     from dfopt.sim import simulate
 
     graph = instance.graph
@@ -46,7 +47,11 @@ def plot_fifo(instance: Instance, solution: Solution, path: StrPath, streams: Se
             raise unknown_name_error("stream to draw", s, graph.streams)
     res = simulate(graph, depths, record=True)
     plt = _pyplot()
-    fig, (ax_tok, ax_gantt) = plt.subplots(2, 1, figsize=(10, 8), gridspec_kw={"height_ratios": [1, 1.2]})
+    sec = solution.sections.get("fifo") or {}
+    points = sec.get("frontier") or []
+    rows = 3 if points else 2
+    fig, axes = plt.subplots(rows, 1, figsize=(10, 4 * rows), gridspec_kw={"height_ratios": [1, 1.2, 1][:rows]})
+    ax_tok, ax_gantt = axes[0], axes[1]
     for name in streams:
         w, r = res.times(name)
         line, = ax_tok.step(w, np.arange(1, len(w) + 1), where="post", label=f"{name} written")
@@ -64,8 +69,27 @@ def plot_fifo(instance: Instance, solution: Solution, path: StrPath, streams: Se
     ax_gantt.invert_yaxis()
     ax_gantt.set_xlabel("cycle")
     ax_gantt.set_title("kernel activity (first to last event)")
+    if points:
+        _frontier_panel(axes[2], points, sec)
     fig.tight_layout()
     _save(plt, fig, path)
+
+
+def _frontier_panel(ax, points: list, sec: dict) -> None:
+    """The frontier's points (each simulated) as a staircase, the answer marked."""
+    key = {"depth": "total_depth", "bits": "total_bits", "bram18": "bram18"}[sec.get("objective", "depth")]
+    x = [p["makespan"] for p in points]
+    y = [p[key] for p in points]
+    ax.step(x, y, where="post", color="0.6")
+    ax.plot(x, y, "o", label="Pareto points (simulated)")
+    ax.plot([sec["makespan"]], [sec[key]], "*", markersize=14, label="answer")
+    for p in points:
+        ax.annotate(f"+{p['latency_slack']:.0%}", (p["makespan"], p[key]), fontsize=7,
+                    textcoords="offset points", xytext=(4, 4))
+    ax.set_xlabel("makespan (cycles)")
+    ax.set_ylabel(key.replace("_", " "))
+    ax.set_title(f"latency-memory frontier ({len(points)} points; labels: latency slack)")
+    ax.legend(fontsize=7)
 
 
 def _save(plt, fig, path) -> None:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dfopt.errors import InstanceError
+from dfopt.ir.tokens import expand
 
 if TYPE_CHECKING:
     from dfopt.ir.graph import DataflowGraph
@@ -204,7 +205,8 @@ class _Sides:
     count: np.ndarray   # tokens
     ptr: np.ndarray     # (K+1,) CSR by kernel
     last: np.ndarray    # offset of the last token
-    explicit: dict      # side index -> every token's offset, for sides with a per-token schedule
+    explicit: dict      # sides with a per-token schedule: "flat" (every token's offset, concatenated)
+                        # and "at" (side index -> its first position in "flat"); empty when none
 
 
 def _sides(n_kernels: int, table: np.ndarray, delay: np.ndarray, scheduled: tuple = ()) -> _Sides:
@@ -223,18 +225,24 @@ def _sides(n_kernels: int, table: np.ndarray, delay: np.ndarray, scheduled: tupl
     step = np.where(write, pii[stream], cii[stream])
     count = tokens[stream]
     last = n0 + np.maximum(count - 1, 0) * step
-    explicit = {}
+    explicit: dict = {}
     if scheduled:
-        side_of = {(int(j), bool(w)): i for i, (j, w) in enumerate(zip(stream.tolist(), write.tolist()))}
+        pos = {(int(j), bool(w)): i for i, (j, w) in enumerate(zip(stream.tolist(), write.tolist()))}
+        sides, scheds = [], []
         for j, src_s, dst_s in scheduled:
             for w, sched in ((True, src_s), (False, dst_s)):
-                i = side_of.get((j, w))
+                i = pos.get((j, w))
                 if sched is not None and i is not None:
                     if sched.count != count[i]:
                         raise _bad(f"/graph/streams/{j}/{'src' if w else 'dst'}_schedule",
                                    f"stream {j}: the schedule has {sched.count} tokens, the stream {count[i]}")
-                    explicit[i] = sched.offsets()
+                    sides.append(i)
+                    scheds.append(sched)
                     n0[i], last[i] = sched.first, sched.last
+        flat = expand(scheds)
+        lens = count[sides]
+        starts = np.cumsum(lens) - lens
+        explicit = {"flat": flat, "at": dict(zip(sides, starts.tolist()))}
     return _Sides(kernel, stream, write, n0, step, count, ptr, last, explicit)
 
 
@@ -253,7 +261,7 @@ def _sort_chunk(sd: _Sides, lo: int, hi: int, base: np.ndarray) -> tuple[np.ndar
     tok0 = base[sd.stream[lo:hi]]
     max_n = int(sd.last[lo:hi].max())
     b_k, b_n, b_t = (max(1, int(v).bit_length()) for v in (kernel[-1], max_n, base[-1]))
-    explicit = [i for i in range(lo, hi) if i in sd.explicit] if sd.explicit else []
+    explicit = [i for i in range(lo, hi) if i in sd.explicit["at"]] if sd.explicit else []
     if explicit:
         return _sort_explicit(sd, lo, hi, base, explicit, (b_k, b_n, b_t))
     if b_k + b_n + 1 + b_t <= 63:
@@ -286,8 +294,11 @@ def _sort_explicit(sd: _Sides, lo: int, hi: int, base: np.ndarray, explicit: lis
     side_of = np.repeat(np.arange(hi - lo), count)
     k = np.arange(len(side_of), dtype=np.int64) - first[side_of]
     n = sd.n0[lo:hi][side_of] + k * sd.step[lo:hi][side_of]
-    for i in explicit:
-        n[first[i - lo]:first[i - lo] + count[i - lo]] = sd.explicit[i]
+    at, flat = sd.explicit["at"], sd.explicit["flat"]
+    src = np.array([at[i] for i in explicit], dtype=np.int64)
+    dst = first[np.array(explicit) - lo]
+    lens = count[np.array(explicit) - lo]
+    n[ranges(dst, dst + lens)] = flat[ranges(src, src + lens)]
     kernel = (sd.kernel[lo:hi] - sd.kernel[lo])[side_of]
     write = sd.write[lo:hi].astype(np.int64)[side_of]
     tok = base[sd.stream[lo:hi]][side_of] + k
