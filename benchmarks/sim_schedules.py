@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from sim_speed import random_dag
 
 from dfopt.io import write_json_atomic
 from dfopt.ir.graph import DataflowGraph
 from dfopt.ir.tokens import Block, TokenSchedule
 from dfopt.sim import compile_events, no_stall_depths, simulate
-from sim_speed import random_dag
 
 RESULTS = Path(__file__).parent / "results" / "sim-schedules.json"
 

@@ -156,6 +156,54 @@ def schedule_curve(writes: np.ndarray, reads: np.ndarray, samples: int = CURVE_S
     return d, np.array([schedule_max_tokens(writes, reads, x) for x in d.tolist()], dtype=np.int64)
 
 
+def schedule_max_tokens_batch(writes: np.ndarray, reads: np.ndarray, base: np.ndarray,
+                              delay: np.ndarray) -> np.ndarray:
+    """:func:`schedule_max_tokens` of many pairs at once: stream i owns tokens ``base[i] ..
+    base[i+1]-1`` of the concatenated ``writes`` and ``reads``; ``delay`` per stream. The
+    consumers' running stall is one segmented running maximum and the reads before each write one
+    ``searchsorted`` (each stream lifted above the previous ones), so there is no loop per stream.
+
+    >>> w, r = np.array([27, 28, 29, 30, 0, 1]), np.array([0, 2, 4, 6, 5, 6])
+    >>> schedule_max_tokens_batch(w, r, np.array([0, 4, 6]), np.array([0, 0])).tolist()
+    [3, 2]
+    """
+    counts = np.diff(base)
+    seg = np.repeat(np.arange(len(counts)), counts)
+    nominal = reads + np.repeat(np.ceil(np.asarray(delay, dtype=float) - 1e-9).astype(np.int64), counts)
+    excess = np.maximum(writes + 1 - nominal, 0)
+    span = int(max(int(excess.max(initial=0)), int(np.abs(nominal).max(initial=0)), int(np.abs(writes).max(initial=0))))
+    lift = seg * (4 * span + 4)
+    stall = np.maximum.accumulate(excess + lift) - lift
+    read_times = nominal + stall
+    before = np.searchsorted(read_times + lift, writes + lift, side="left") - base[seg]
+    level = np.arange(len(writes)) - base[seg] + 1 - before
+    out = np.zeros(len(counts), dtype=np.int64)
+    full = np.flatnonzero(counts > 0)
+    out[full] = np.maximum(np.maximum.reduceat(level, base[full]), 1)
+    return out
+
+
+def schedule_curves(ends: dict, samples: int = CURVE_SAMPLES) -> dict:
+    """:func:`schedule_curve` of every scheduled stream in ``ends`` (index -> (writes, reads)),
+    one batched evaluation per sample instead of one call per stream and sample."""
+    if not ends:
+        return {}
+    keys = list(ends)
+    w = np.concatenate([ends[j][0] for j in keys]).astype(np.int64)
+    r = np.concatenate([ends[j][1] for j in keys]).astype(np.int64)
+    counts = np.array([len(ends[j][0]) for j in keys], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(counts)])
+    lo = w[base[:-1]] + 1 - r[base[:-1]]
+    hi = np.maximum(lo, w[base[1:] - 1] + 1 - r[base[:-1]])
+    grid = np.rint(lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, max(2, samples))[None, :]).astype(np.int64)
+    depth = np.stack([schedule_max_tokens_batch(w, r, base, grid[:, i]) for i in range(grid.shape[1])], axis=1)
+    out = {}
+    for i, j in enumerate(keys):
+        d, first = np.unique(grid[i], return_index=True)
+        out[j] = (d, depth[i, first])
+    return out
+
+
 def convex_pieces(d: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The lower convex envelope of the points ``(d, f)`` (``d`` increasing) as (breakpoints,
     slopes): slope ``slopes[i]`` from ``breaks[i]`` to ``breaks[i + 1]`` (the last slope goes on

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from dfopt.errors import InstanceError
 from dfopt.ir.analyses import longest_path_potentials
-from dfopt.models.fifo.curves import convex_pieces, schedule_curve
+from dfopt.models.fifo.curves import convex_pieces, schedule_curves
 from dfopt.models.fifo.edges import StreamArrays
 
 MAX_PATHS = 200_000
@@ -61,8 +61,7 @@ def curve_pieces(ends: dict) -> dict:
     """Per scheduled stream: (breakpoints, slopes, delay of depth T) of its curve's convex envelope,
     in tokens per cycle of delay."""
     out = {}
-    for j, (w, r) in ends.items():
-        d, f = schedule_curve(w, r)
+    for j, (d, f) in schedule_curves(ends).items():
         breaks, slopes = convex_pieces(d, f)
         out[j] = (breaks, slopes, int(d[-1]))
     return out
