@@ -92,7 +92,7 @@ def brute_force(inst) -> tuple[float, float] | None:
             for r in RESOURCES:
                 used[placement[k]][r] += kernel.resources.get(r, 0)
         for b, kind in zip(uses, combo):
-            used[placement[b.owner]][KIND_RESOURCE[kind]] += memory_cost(kind, b.width, b.depth)
+            used[placement[b.owner]][KIND_RESOURCE[kind]] += memory_cost(kind, b.width, b.depth, b.source == "fifo")
         if any(u > caps[s][r] + 1e-9 for s in used for r, u in used[s].items()):
             continue
         utils = [weights[r] * u / caps[s][r] for s in used for r, u in used[s].items() if caps[s][r] > 0]
@@ -344,5 +344,5 @@ def test_bind_for_placement_adds_the_bound_blocks_to_their_owners():
     assert set(binding) == {b.key for b in graph_buffers(inst.graph)}
     assert binding["fifo.x"] == "register" and extra["qkv"]["ff"] >= 1024   # fifo.x belongs to qkv
     total = sum(v for per in extra.values() for v in per.values())
-    assert total == sum(memory_cost(k, b.width, b.depth) for b in graph_buffers(inst.graph)
+    assert total == sum(memory_cost(k, b.width, b.depth, b.source == "fifo") for b in graph_buffers(inst.graph)
                         for k in [binding[b.key]])

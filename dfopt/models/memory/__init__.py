@@ -2,7 +2,8 @@
 
 Binds every on-chip memory of the graph (:func:`.buffers.graph_buffers`: kernel buffers, stream
 FIFOs with a depth, layout converters) to registers, LUTRAM, BRAM18 or URAM by its geometry
-(:func:`dfopt.ir.memory.memory_options`; a FIFO of depth <= 2 is registers). Each memory lives in
+(:func:`dfopt.ir.memory.memory_options`; a FIFO costs what Vitis builds for it,
+:func:`dfopt.ir.memory.fifo_storage`, and one of depth <= 2 is registers). Each memory lives in
 the slot of its owner (option ``placement``; without it a one-slot platform, or the whole device
 pooled as one slot ``device``). Per slot and resource (``lut``, ``ff``, ``bram`` in BRAM36,
 ``uram``) the kernels' own resources plus the buffers' cost stay within the slot's capacity times

@@ -54,7 +54,13 @@ class BufferUse:
     @property
     def options(self) -> dict[str, float]:
         """Kind -> cost in the kind's resource (:func:`dfopt.ir.memory.memory_options`); a FIFO of
-        depth <= 2 is registers only."""
+        depth <= 2 is registers only, a deeper one costs what Vitis builds for each kind
+        (:func:`dfopt.ir.memory.fifo_storage`: in BRAM18 the simple-dual-port packing, so a 36 x 512
+        FIFO is one BRAM18 where a 36 x 512 kernel buffer takes two).
+
+        >>> [BufferUse("x", "b", 36, 512, source).options["bram18"] for source in ("fifo", "kernel")]
+        [0.5, 1.0]
+        """
         return memory_options(self.width, self.depth, fifo=self.source == "fifo")
 
 

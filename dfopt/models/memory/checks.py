@@ -4,8 +4,9 @@
   kind its geometry allows (:func:`dfopt.ir.memory.memory_options`), with the reported cost and
   owner; no unknown keys;
 * ``memory-capacity`` — per slot and resource, the kernels' resources plus the buffers' cost
-  (recounted with :func:`dfopt.ir.memory.memory_cost`) at most the slot's resource times
-  ``max_utilization``, and equal to the reported usage;
+  (recounted with :func:`dfopt.ir.memory.memory_cost`; a FIFO with the FIFO geometry of
+  :func:`dfopt.ir.memory.fifo_storage`) at most the slot's resource times ``max_utilization``, and
+  equal to the reported usage;
 * ``memory-objective`` — the peak weighted utilisation recomputed equals the objective (and the
   reported peak, where it is, the sum of the weighted utilisations and the count of each kind);
   the bound is not above it.
@@ -58,9 +59,9 @@ def _binding_faults(uses, binding, sec) -> list[str]:
             bad.append(f"{b.key}: kind {kind!r} is not allowed for {b.width} x {b.depth} bits ({b.source}); "
                        f"allowed: {', '.join(allowed)}")
         else:
-            if b.key in cost and not _close(cost[b.key], memory_cost(kind, b.width, b.depth)):
-                bad.append(f"{b.key}: reported cost {cost[b.key]} in {kind}, the recount is "
-                           f"{memory_cost(kind, b.width, b.depth)}")
+            recount = memory_cost(kind, b.width, b.depth, fifo=b.source == "fifo")
+            if b.key in cost and not _close(cost[b.key], recount):
+                bad.append(f"{b.key}: reported cost {cost[b.key]} in {kind}, the recount is {recount}")
             if b.key in owner and owner[b.key] != b.owner:
                 bad.append(f"{b.key}: reported owner {owner[b.key]!r}, the memory belongs to {b.owner!r}")
     keys = {b.key for b in uses}
@@ -101,7 +102,7 @@ def recount(instance: Instance, uses: Iterable[BufferUse], binding: Mapping[str,
             used[placement[name]][r] += kernel.resources.get(r, 0)
     for b in uses:
         kind = binding[b.key]
-        used[placement[b.owner]][KIND_RESOURCE[kind]] += memory_cost(kind, b.width, b.depth)
+        used[placement[b.owner]][KIND_RESOURCE[kind]] += memory_cost(kind, b.width, b.depth, fifo=b.source == "fifo")
     return used
 
 
