@@ -142,6 +142,14 @@ def build_parser(problems: dict | None = None) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--only", default=None, help="run only the runs whose id contains this text")
 
+    p = sub.add_parser("trace", help="attach the per-token schedules of a recorded run (cosim, LightningSim) to "
+                                     "an instance's streams")
+    p.add_argument("instance")
+    p.add_argument("trace", help="CSV with the header kernel,stream,token,cycle (one row per write or read), or "
+                                 "an NPZ with those four arrays")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.json",
+                   help="the instance with the schedules (written atomically)")
+
     p = sub.add_parser("schema", help="print a JSON Schema (instance or solution)")
     p.add_argument("kind", nargs="?", default="instance")
 
@@ -337,6 +345,35 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from dfopt.instance import dump, load
+    from dfopt.instance.traces import apply_trace, read_trace
+    from dfopt.io import check_output_file
+
+    check_output_file(args.output, "--output")
+    instance = load(args.instance)
+    if instance.graph is None:
+        raise InstanceError(f"a trace gives the schedules of a graph's streams; this {instance.problem!r} instance "
+                            "has none", pointer="/graph")
+    try:
+        trace = read_trace(args.trace)
+        graph = apply_trace(instance.graph, trace)
+    except InstanceError as err:
+        err.source = args.trace
+        raise
+    with _writing("--output"):      # apply_trace checked what the loader checks of a schedule: the file loads
+        dump(dataclasses.replace(instance, graph=graph, path=None), args.output)
+    old = instance.graph.streams
+    ends = [(s, key) for s in graph.streams.values() for key in ("src_schedule", "dst_schedule")
+            if getattr(s, key) is not getattr(old[s.name], key)]
+    blocks = sum(len(getattr(s, key).blocks) for s, key in ends)
+    _out(f"wrote {args.output}: {len(ends)} stream ends of {len(graph.streams)} streams scheduled from {len(trace)} "
+         f"events ({blocks} blocks; cycles from the trace's first event, cycle {trace.first})")
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from dfopt.schema import get_schema
 
@@ -359,7 +396,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"solve": cmd_solve, "check": cmd_check, "validate": cmd_validate, "bench": cmd_bench,
-            "schema": cmd_schema, "plot": cmd_plot}
+            "trace": cmd_trace, "schema": cmd_schema, "plot": cmd_plot}
 
 
 def _bad_input(err: InstanceError, args) -> None:

@@ -114,7 +114,7 @@ def test_generate_parses_specs():
 
 
 @pytest.mark.parametrize("spec, needle", [
-    ("nope:n=3,seed=0", "unknown generator 'nope'; expected one of: fifo_random"),
+    ("nope:n=3,seed=0", "unknown generator 'nope'; expected one of: bursty, fifo_random"),
     ("fifo_random:n=3", "lacks seed"),
     ("fifo_random:n=3,seed=0,colour=2", "no parameter 'colour'"),
     ("fifo_random:n=3,seed", "expected key=value"),
@@ -138,3 +138,107 @@ def test_gen_fifo_script_writes_compact_files(tmp_path):
     text = (tmp_path / "rand-n12-s4.json").read_text()
     assert "\n" not in text.strip() and ", " not in text
     assert json.loads(text) == random_fifo_dag(12, 4)
+
+
+# -- bursty designs (dfopt.bench.bursty_gen) ----------------------------------------------------
+
+def _schedules(inst):
+    from dfopt.ir.tokens import TokenSchedule
+
+    for s in inst["graph"]["streams"]:
+        for key in ("src_schedule", "dst_schedule"):
+            if key in s:
+                yield s, key, TokenSchedule.from_json(s[key])
+
+
+def test_bursty_same_seed_same_design_and_other_seed_differs():
+    from dfopt.bench.bursty_gen import bursty_dag
+
+    assert bursty_dag(120, 3) == bursty_dag(120, 3)
+    assert bursty_dag(120, 3)["graph"] != bursty_dag(120, 4)["graph"]
+    assert generate("bursty:n=20,seed=1") == bursty_dag(20, 1)
+    inst = generate("bursty:n=20,seed=1,k_steps=2|3,iis=2,fork_probability=0.5")
+    assert inst == bursty_dag(20, 1, k_steps=(2, 3), iis=(2,), fork_probability=0.5)
+    assert inst["name"].startswith("bursty-n20-s1-h")
+    json.dumps(inst)  # plain JSON types only (no numpy scalars)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 60), seed=st.integers(0, 2**32 - 1), tile=st.integers(1, 24), tiles=st.integers(1, 6),
+       k_lo=st.integers(1, 4), k_span=st.integers(0, 4), iis=st.lists(st.integers(1, 7), min_size=1, max_size=3),
+       fork=st.sampled_from([0.0, 0.3, 1.0]))
+def test_bursty_designs_are_valid_connected_dags_with_monotone_schedules(n, seed, tile, tiles, k_lo, k_span, iis,
+                                                                         fork):
+    from dfopt.bench.bursty_gen import bursty_dag
+    from dfopt.instance import from_dict
+    from dfopt.ir.tokens import monotone_fault
+
+    inst = bursty_dag(n, seed, tile_tokens=tile, tiles=tiles, k_steps=(k_lo, k_lo + k_span), iis=iis,
+                      fork_probability=fork)
+    graph = from_dict(inst).graph                       # the instance loader accepts it
+    g = _digraph(inst)
+    assert nx.is_directed_acyclic_graph(g) and nx.is_weakly_connected(g)
+    assert [k for k in g if g.in_degree(k) == 0] == ["k0"] and [k for k in g if g.out_degree(k) == 0] == [f"k{n - 1}"]
+    for s, _, sched in _schedules(inst):
+        assert sched.count == s["tokens"] == tiles * tile     # every token has its cycle
+        assert monotone_fault(sched.blocks) is None           # and the cycles never decrease
+    ops = {k["name"]: k["op"] for k in inst["graph"]["kernels"]}
+    for name, op in ops.items():
+        assert (g.in_degree(name) == 2) == (op == "add")       # joins are elementwise adds
+        if op == "matmul":
+            k_steps = next(lp["tripcount"] for lp in inst["graph"]["kernels"][int(name[1:])]["loops"] if lp["name"] == "k")
+            assert k_lo <= k_steps <= k_lo + k_span
+    if fork == 0:
+        assert len(inst["graph"]["streams"]) == n - 1
+    assert not simulate_unbounded(graph).deadlock
+
+
+def simulate_unbounded(graph):
+    from dfopt.sim import simulate
+
+    return simulate(graph, unbounded=True)
+
+
+def test_a_bursty_matmul_reads_its_tile_then_bursts_it_out_after_the_last_step():
+    from dfopt.bench.bursty_gen import bursty_dag
+
+    inst = bursty_dag(40, 5, tile_tokens=8, tiles=3, k_steps=(3, 3), iis=(2,), fork_probability=0.0,
+                      matmul_probability=1.0)
+    streams = {s["dst"]: s for s in inst["graph"]["streams"]}
+    outputs = {s["src"]: s for s in inst["graph"]["streams"]}
+    step, period = 8 * 2, 3 * 8 * 2 + 8                 # 8 tokens at II 2 per step; 3 steps, then the burst
+    reads = streams["k1"]["dst_schedule"]
+    writes = outputs["k1"]["src_schedule"]
+    assert reads == [{"offset": 0, "loops": [[3, period], [8, 2]]}]
+    first = writes[0]["offset"]
+    assert writes[0]["loops"] == [[3, period], [8, 1]] and 3 * step + 8 <= first < 3 * step + 32
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    ({"n_kernels": 1}, "n_kernels: expected an integer >= 2"),
+    ({"tile_tokens": 0}, "tile_tokens: expected an integer >= 1"),
+    ({"k_steps": (5, 2)}, "k_steps: expected an integer range"),
+    ({"iis": ()}, "iis: expected a non-empty list"),
+    ({"fork_probability": 1.5}, "fork_probability: expected a probability in [0, 1]"),
+])
+def test_bad_bursty_arguments_are_instance_errors(kwargs, needle):
+    from dfopt.bench.bursty_gen import bursty_dag
+
+    with pytest.raises(InstanceError) as info:
+        bursty_dag(**{"n_kernels": 5, "seed": 0, **kwargs})
+    assert needle in str(info.value)
+
+
+def test_make_bursty_instances_writes_the_generators_designs(tmp_path):
+    from dfopt.bench.bursty_gen import bursty_dag
+
+    spec = importlib.util.spec_from_file_location("make_bursty", ROOT / "benchmarks" / "make_bursty_instances.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--out", str(tmp_path)]) == 0
+    files = sorted(tmp_path.iterdir())
+    assert len(files) == 8 and {len(json.loads(p.read_text())["graph"]["kernels"]) for p in files} >= {8, 200}
+    for n, seed in module.SIZES:
+        assert json.loads((tmp_path / f"bursty-n{n}-s{seed}.json").read_text()) == bursty_dag(n, seed)
+        shipped = ROOT / "benchmarks" / "instances" / "bursty" / f"bursty-n{n}-s{seed}.json"
+        assert json.loads(shipped.read_text()) == bursty_dag(n, seed)       # the committed files are current

@@ -196,6 +196,7 @@ def _parse_value(text: str, spec: str):
 
 def _register_problem_generators() -> None:
     # generators of other problems build on the helpers above, so they register after them
+    from dfopt.bench.bursty_gen import bursty_dag
     from dfopt.bench.fusion_gen import random_fusion_dag
     from dfopt.bench.placement_gen import (
         pagerank,
@@ -204,6 +205,7 @@ def _register_problem_generators() -> None:
         systolic_array,
     )
 
+    GENERATORS["bursty"] = bursty_dag
     GENERATORS["fusion_random"] = random_fusion_dag
     GENERATORS["placement_random"] = random_placement_dag
     GENERATORS["systolic"] = systolic_array
