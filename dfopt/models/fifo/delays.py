@@ -33,6 +33,7 @@ from dfopt.models.fifo.curves import convex_pieces, schedule_curves
 from dfopt.models.fifo.edges import StreamArrays
 
 MAX_PATHS = 200_000
+SLOPE_GRID = 1024
 
 
 @dataclass
@@ -63,7 +64,9 @@ def curve_pieces(ends: dict) -> dict:
     out = {}
     for j, (d, f) in schedule_curves(ends).items():
         breaks, slopes = convex_pieces(d, f)
-        out[j] = (breaks, slopes, int(d[-1]))
+        # slopes on a grid of 1/SLOPE_GRID tokens per cycle: the min-cost-flow solver needs integer
+        # costs with a common denominator; rounding keeps them non-decreasing (still convex)
+        out[j] = (breaks, np.round(slopes * SLOPE_GRID) / SLOPE_GRID, int(d[-1]))
     return out
 
 

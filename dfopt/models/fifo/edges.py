@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dfopt.ir.graph import DataflowGraph
-from dfopt.ir.memory import bram18_counts
+from dfopt.ir.memory import fifo_bram18_counts
 
 STRATEGIES = ("normal", "conservative")
 OBJECTIVES = ("depth", "bits", "bram18")
@@ -84,13 +84,14 @@ def objective_weights(arrays: StreamArrays, objective: str) -> np.ndarray:
 
 
 def objective_value(arrays: StreamArrays, depths: npt.ArrayLike, objective: str) -> int:
-    """The objective of a depth vector, recounted: total depth, total bits or BRAM18 blocks."""
+    """The objective of a depth vector, recounted: total depth, total bits or BRAM18 blocks (as Vitis
+    implements each FIFO: :func:`dfopt.ir.memory.fifo_storage`, the memory stage's rule)."""
     depths = np.asarray(depths, dtype=np.int64)
     if objective == "depth":
         return int(depths.sum())
     if objective == "bits":
         return int((depths * arrays.width).sum())
-    return int(bram18_counts(arrays.width, depths).sum())
+    return int(fifo_bram18_counts(arrays.width, depths).sum())
 
 
 def totals(arrays: StreamArrays, depths: np.ndarray) -> dict:
