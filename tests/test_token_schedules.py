@@ -54,7 +54,7 @@ def test_blocks_round_trip_any_sorted_list(values):
 def test_monotone_fault_agrees_with_the_expansion(loops, offset):
     b = Block(offset, tuple(loops))
     n = b.offsets()
-    assert len(n) == b.count and n[-1] == b.last
+    assert len(n) == b.tokens and n[-1] == b.last
     assert (monotone_fault([b]) is None) == bool((np.diff(n) >= 0).all())
 
 
@@ -116,3 +116,34 @@ def test_schedule_count_must_match_the_stream():
                       [Stream("e", "a", "b", tokens=3, src_schedule=TokenSchedule.steady(0, 1, 2))])
     with pytest.raises(Exception, match="2 tokens, the stream 3"):
         simulate(g, unbounded=True)
+
+
+_ANY_INT = st.one_of(st.integers(-3, 12), st.sampled_from([2**40, 2**40 + 1, 2**50, 2**50 + 1]))
+_SCHEDULE_VALUES = st.one_of(
+    st.lists(_ANY_INT, max_size=6),
+    st.lists(st.fixed_dictionaries({"offset": _ANY_INT}, optional={
+        "loops": st.lists(st.lists(_ANY_INT, min_size=1, max_size=3), max_size=3),
+        "extra": st.just(1)}), max_size=4),
+    st.just("x"), st.just([1.5]), st.just([True]))
+
+
+@SETTINGS
+@given(_SCHEDULE_VALUES)
+def test_fast_schedule_check_never_passes_what_the_schema_refuses(value):
+    """The fast pre-check of a stream's schedules (dfopt/schema/fast.py) answers True only for a
+    value jsonschema accepts too."""
+    from dfopt.schema import _load, schema_issues
+    from dfopt.schema.fast import plainly_valid
+
+    stream = {"name": "e", "src": "a", "dst": "b", "tokens": 3, "src_schedule": value}
+    if plainly_valid(stream, _load("instance")["$defs"]["stream"]):
+        assert schema_issues(stream, "instance", "stream") == []
+
+
+def test_fast_schedule_check_passes_ordinary_schedules():
+    from dfopt.schema import _load
+    from dfopt.schema.fast import plainly_valid
+
+    definition = _load("instance")["$defs"]["stream"]
+    for value in ([0, 1, 5], [{"offset": 27, "loops": [[2, 30], [4, 1]]}, {"offset": 99}]):
+        assert plainly_valid({"name": "e", "src": "a", "dst": "b", "tokens": 3, "dst_schedule": value}, definition)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -30,15 +31,16 @@ import numpy.typing as npt
 __all__ = ["Block", "TokenSchedule", "monotone_fault", "expand"]
 
 
-@dataclass(frozen=True)
-class Block:
-    """``offset`` and ``loops`` ((trip, stride) pairs, outermost first); trips >= 1, strides >= 0."""
+class Block(NamedTuple):
+    """``offset`` and ``loops`` ((trip, stride) pairs, outermost first); trips >= 1, strides >= 0.
+    A named tuple: traces compress into hundreds of thousands of blocks."""
 
     offset: int
     loops: tuple[tuple[int, int], ...] = ((1, 0),)
 
     @property
-    def count(self) -> int:
+    def tokens(self) -> int:
+        """Tokens of the block: the product of its trips."""
         n = 1
         for trip, _ in self.loops:
             n *= trip
@@ -84,7 +86,7 @@ class TokenSchedule:
 
     @property
     def count(self) -> int:
-        return sum(b.count for b in self.blocks)
+        return sum(b.tokens for b in self.blocks)
 
     @property
     def first(self) -> int:
@@ -149,17 +151,40 @@ def expand(schedules: Sequence[TokenSchedule]) -> np.ndarray:
 
 
 def _stride_runs(n: np.ndarray) -> list[Block]:
-    """Greedy maximal runs of one stride, each a one-loop block (a loop per run, not per token)."""
+    """Greedy maximal runs of one stride, each a one-loop block, found without a loop per run.
+
+    A greedy pass would open a block at token 0, extend it over the run of equal differences
+    ``d`` holding its first step, and open the next block at the token after the run's last one
+    (the difference between them is the jump, in no block). With the runs of equal ``d`` numbered
+    r = 0, 1, ...: run r holds a block unless run r-1 holds one and run r is a single difference
+    (then that difference is the jump); a block of run r starts at the run's first token, or one
+    later when run r-1 holds a block. So blocks alternate along each stretch of single-difference
+    runs, and everything is computed at once.
+    """
+    if len(n) == 1:
+        return [Block(int(n[0]))]
     d = np.diff(n)
-    seg_end = np.flatnonzero(np.concatenate([d[1:] != d[:-1], [True]])) if len(d) else np.zeros(0, np.int64)
-    blocks, i = [], 0
-    while i < len(n):
-        if i == len(n) - 1:
-            blocks.append(Block(int(n[i])))
-            break
-        e = int(seg_end[np.searchsorted(seg_end, i)])   # the d-run holding d[i] ends at d[e]
-        blocks.append(Block(int(n[i]), ((e - i + 2, int(d[i])),)))
-        i = e + 2
+    change = np.flatnonzero(d[1:] != d[:-1]) + 1
+    a = np.concatenate([[0], change])                      # first d index of each run
+    e = np.concatenate([change - 1, [len(d) - 1]])         # last d index of each run
+    single = (e - a) == 0
+    used = np.ones(len(a), dtype=bool)
+    # stretches of single-difference runs: inside one, runs alternate; the first is free when the
+    # stretch opens the list (run 0 always holds a block), taken as the jump otherwise
+    opens = single & ~np.concatenate([[False], single[:-1]])          # first run of each stretch
+    first = np.maximum.accumulate(np.where(opens, np.arange(len(a)), 0))
+    k = np.arange(len(a)) - first                                    # place within its stretch
+    alternate = np.where((first == 0) & single[0], k % 2 == 0, k % 2 == 1)
+    used[single] = alternate[single]
+    prev_used = np.concatenate([[False], used[:-1]])
+    start = a + prev_used.astype(np.int64)
+    start[0] = 0
+    r = np.flatnonzero(used)
+    blocks = [Block(int(n[s]), ((int(c), int(st)),)) for s, c, st in
+              zip(start[r].tolist(), (e[r] + 2 - start[r]).tolist(), d[a[r]].tolist())]
+    end = int(e[r[-1]]) + 2                                # first token after the last block
+    if end < len(n):
+        blocks.append(Block(int(n[end])))
     return blocks
 
 

@@ -43,8 +43,43 @@ def _rule(schema: dict):
     return rule
 
 
+#: bounds of a per-token schedule (``$defs/token_schedule``): cycles, trips; checked here directly
+#: because a traced schedule may have a million blocks (jsonschema: minutes)
+_CYCLE_MAX = 2**50
+_TRIP_MAX = 2**40
+_SCHEDULE_REF = "#/$defs/token_schedule"
+
+
+def _plain_int(v, lo: int, hi: int) -> bool:
+    return type(v) is int and lo <= v <= hi
+
+
+def _plain_schedule(value) -> bool:
+    """True when ``value`` is certainly a valid token schedule: a list of cycles, or of blocks
+    ``{"offset", "loops": [[trip, stride], ...]}`` within the definition's bounds."""
+    if not isinstance(value, list):
+        return False
+    if all(type(v) is int for v in value):
+        return len(value) <= 4194304 and all(0 <= v <= _CYCLE_MAX for v in value)
+    if len(value) > 1048576:
+        return False
+    for b in value:
+        if type(b) is not dict or not _plain_int(b.get("offset"), 0, _CYCLE_MAX) or not set(b) <= {"offset", "loops"}:
+            return False
+        loops = b.get("loops", [[1, 0]])
+        if type(loops) is not list or not 1 <= len(loops) <= 8:
+            return False
+        for lp in loops:
+            if (type(lp) is not list or len(lp) != 2 or not _plain_int(lp[0], 1, _TRIP_MAX)
+                    or not _plain_int(lp[1], 0, _CYCLE_MAX)):
+                return False
+    return True
+
+
 def _plain_value(value, schema: dict) -> bool:
     """True when ``value`` certainly satisfies the flat ``schema`` of one property."""
+    if schema.get("$ref") == _SCHEDULE_REF:
+        return _plain_schedule(value)
     rule = _rule(schema)
     if rule is None:
         return False
