@@ -39,6 +39,7 @@ from dfopt.models.pipeline.stages import (
     tiling_stage,
 )
 from dfopt.models.pipeline.summary import summary
+from dfopt.models.tiling.schedules import TIMINGS, port_timing
 from dfopt.results import Termination
 from dfopt.solution import Check, Solution
 
@@ -68,6 +69,9 @@ class Options(CommonOptions):
                                                choices=_PLACEMENT)
     c_max: int | None = option(None, "fusion capacity in bytes (default: the platform's on-chip bytes)",
                                minimum=1, maximum=1 << 50, metavar="BYTES")
+    fifo_timing: str = option("exact", "token timing FIFO sizing runs on: exact (every port's per-token schedule "
+                                       "in its kernel's loop order) or steady (delay + k * ii for every port)",
+                              choices=TIMINGS)
 
 
 @dataclass
@@ -94,7 +98,7 @@ def _staged(data: PipelineData, options: Options) -> Outcome:
     assert inst.operators is not None
     result = run(inst.operators, inst.platform, inst.name, time_limit=options.time_limit, seed=options.seed,
                  fusion_formulation=options.fusion_formulation, placement_formulation=options.placement_formulation,
-                 c_max=options.c_max, tiled=data.tiled, tiling=data.tiling)
+                 c_max=options.c_max, tiled=data.tiled, tiling=data.tiling, fifo_timing=options.fifo_timing)
     sols: dict[str, Solution] = {}
     for p in STAGES:
         sol = result.stage(p).solution
@@ -139,6 +143,7 @@ def report(data: PipelineData, outcome: Outcome, options: Options) -> dict:
         "dram_bytes": fusion["dram_bytes"], "unfused_dram_bytes": fusion["unfused_dram_bytes"],
         "onchip_bytes": fusion["onchip_bytes"], "buffered_bytes": fusion["buffered_bytes"],
         "fifo_bits": fifo["total_bits"],
+        "fifo_timing": options.fifo_timing,
         "slot_utilization": result.stage("placement").details["slot_utilization"],
         "options": _recorded_options(data.instance, options),
     }
@@ -147,7 +152,7 @@ def report(data: PipelineData, outcome: Outcome, options: Options) -> dict:
 
 def _recorded_options(instance, options: Options) -> dict:
     return {"default_tile_size": options.default_tile_size, "overall_unroll_size": options.overall_unroll_size,
-            "c_max": options.c_max}
+            "c_max": options.c_max, "fifo_timing": options.fifo_timing}
 
 
 def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
@@ -181,7 +186,7 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
     out += stage("fusion", tiled, instance.platform, c_max=options.c_max)
     if not all(c.ok for c in out if c.name == "fusion:fusion-partition"):
         return out
-    fused = fused_design(tiled, design.fusion)
+    fused = port_timing(fused_design(tiled, design.fusion), options.fifo_timing)
     out += stage("fifo", fused, None)
     if not all(c.ok for c in out if c.name == "fifo:depths-complete"):
         return out
@@ -282,4 +287,4 @@ PROBLEM = Problem(
     summary=summary, emit=_emit,
     emit_help="write the HLS C++ project (docs/hls.md): 'make -C DIR csim' and 'csim-vitis' check it against NumPy",
     recorded={f"pipeline.options.{k}": (lambda inst, o, k=k: getattr(o, k))
-              for k in ("default_tile_size", "overall_unroll_size", "c_max")})
+              for k in ("default_tile_size", "overall_unroll_size", "c_max", "fifo_timing")})

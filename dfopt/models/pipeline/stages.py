@@ -8,7 +8,9 @@ in between):
    itensor port types, costs;
 2. :func:`fusion_stage` — kernel fusion with converters (``problem: fusion``); returns the fused
    design as IR (converter and DMA kernels inserted, :func:`dfopt.models.fusion.fused_design`);
-3. :func:`fifo_stage` — FIFO sizing of the fused design (``problem: fifo``);
+3. :func:`fifo_stage` — FIFO sizing of the fused design (``problem: fifo``), by default on the exact
+   per-token schedule of every port (:mod:`dfopt.models.tiling.schedules`; the pipeline option
+   ``fifo_timing: steady`` sizes on ``delay + k * ii`` instead);
 4. :func:`memory_stage` — memory binding of every kernel buffer and FIFO (``problem: memory``,
    device pooled), FIFOs at their channel geometry (:func:`channel_graph`); the fused design's
    converters are kernels whose ping-pong bytes are their own resources;
@@ -148,13 +150,15 @@ def channel_graph(graph: DataflowGraph) -> DataflowGraph:
     most 512 bits), each token (tile) taking ``ceil(token bits / channel bits)`` beats, so
     ``tokens`` and ``depth`` count beats. Memory binding then sees a FIFO's real geometry (a
     depth-2 FIFO of 64x64 f32 tiles is a 512 x 512-bit buffer, not 262,144 flip-flops) and
-    placement the wires a crossing uses; the HLS emitter declares streams of these beats."""
+    placement the wires a crossing uses; the HLS emitter declares streams of these beats. Its
+    streams carry no per-token schedules (theirs count tokens, not beats)."""
     streams = []
     for s in graph.streams.values():
         c = stream_channel(graph, s)
         streams.append(dataclasses.replace(s, width=c.bits, tokens=s.tokens * c.beats,
                                            depth=None if s.depth is None else s.depth * c.beats,
-                                           src_type=None, dst_type=None, converter_bytes=0))
+                                           src_type=None, dst_type=None, converter_bytes=0,
+                                           src_schedule=None, dst_schedule=None))
     return DataflowGraph(list(graph.kernels.values()), streams)
 
 
@@ -199,9 +203,12 @@ class PipelineResult:
 def run(opgraph: OpGraph, platform: Platform | None, name: str = "design", default_tile_size: int = 64,
         overall_unroll_size: int = 1024, time_limit: float = 60.0, seed: int = 0, fusion_formulation: str | None = None,
         placement_formulation: str | None = None, c_max: int | None = None, tiled: DataflowGraph | None = None,
-        tiling: StageResult | None = None) -> PipelineResult:
-    """Every stage in order; raises the stage's error (with the stage named) when one fails."""
+        tiling: StageResult | None = None, fifo_timing: str = "exact") -> PipelineResult:
+    """Every stage in order; raises the stage's error (with the stage named) when one fails.
+    ``fifo_timing`` is the token timing of the fused design from FIFO sizing on: ``exact``, every
+    port's per-token schedule, or ``steady`` (:func:`dfopt.models.tiling.schedules.port_timing`)."""
     from dfopt.errors import DfoptError
+    from dfopt.models.tiling.schedules import port_timing
 
     share = {"time_limit": time_limit / 3, "seed": seed}
     stages = []
@@ -223,7 +230,7 @@ def run(opgraph: OpGraph, platform: Platform | None, name: str = "design", defau
     fused, r = step("fusion", fusion_stage, tiled, platform, name, formulation=fusion_formulation, c_max=c_max,
                     **share)
     stages.append(r)
-    sized, r = step("fifo", fifo_stage, fused, name)
+    sized, r = step("fifo", fifo_stage, port_timing(fused, fifo_timing), name)
     stages.append(r)
     stages.append(step("memory", memory_stage, sized, platform, name, **share))
     stages.append(step("placement", placement_stage, sized, platform, name, formulation=placement_formulation,

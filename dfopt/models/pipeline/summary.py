@@ -15,6 +15,14 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def _timing(sec: dict) -> str:
+    """How the FIFO stage timed the ports: exact per-token schedules or the steady model."""
+    timing = sec.get("fifo_timing")
+    if timing == "exact":
+        return " (sized on exact per-token port schedules)"
+    return f" (sized on {timing} port timing)" if timing else ""
+
+
 def summary(instance: Instance, solution: Solution) -> list[str]:
     sec, b = solution.sections["pipeline"], format_bytes
     lines = [f"  {'stage':<10} {'time (s)':>9} {'objective':>12}  status      checks"]
@@ -29,5 +37,5 @@ def summary(instance: Instance, solution: Solution) -> list[str]:
               f"outputs {b(dram['outputs'])}, intermediates between fused groups {b(dram['intermediates'])} "
               f"(every stream through DRAM, no fusion: {b(sec['unfused_dram_bytes'])})",
               f"  on-chip {b(sec['onchip_bytes'])} (buffering every intermediate whole: {b(sec['buffered_bytes'])})",
-              f"  FIFOs {sec['fifo_bits']} bits; peak slot utilisation {util}"]
+              f"  FIFOs {sec['fifo_bits']} bits{_timing(sec)}; peak slot utilisation {util}"]
     return lines

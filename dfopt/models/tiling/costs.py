@@ -22,8 +22,11 @@ partial accumulators so that a floating-point add never waits on the previous on
   operand held.
 * DMA kernels: one 512-bit AXI beat per cycle after a fixed request latency; no DSP.
 * data movers (transpose, reshape): read the whole tensor into a buffer, then write it in the new
-  order, one beat of the output channel per cycle (``ceil(tile / min(lanes, 512 / dtype bits))``
-  per token).
+  order, one beat per cycle (``ceil(tile / min(lanes, 512 / dtype bits))`` per token, the input's
+  tiles on the way in, the output's on the way out).
+
+When each port reads or writes each token, in the emitted loop order and with these cycle
+counts, is :mod:`.schedules`.
 
 Not counted: the beat loops that read a token's operands and write its result (``ceil(tile /
 beat lanes)`` cycles each, beats of at most 512 bits), and the fold of a matmul's partial
@@ -183,12 +186,21 @@ def mover_lanes(dtype: str, lanes: int) -> int:
     return max(1, min(int(lanes), 512 // DTYPE_BITS[dtype]))
 
 
-def mover_cost(op: str, dtype: str, total_elems: int, tile_elems: int, lanes: int) -> KernelCost:
-    """A transpose or reshape: the whole tensor is buffered, then written in the new order."""
+def mover_read_ii(dtype: str, in_tile_elems: int, lanes: int) -> int:
+    """Cycles a data mover takes per input token: one beat of ``mover_lanes`` values per cycle."""
+    return -(-int(in_tile_elems) // mover_lanes(dtype, lanes))
+
+
+def mover_cost(op: str, dtype: str, total_elems: int, tile_elems: int, lanes: int,
+               in_tile_elems: int | None = None) -> KernelCost:
+    """A transpose or reshape: the whole tensor is buffered (its input tokens of ``in_tile_elems``
+    values, default the output's ``tile_elems``, one :func:`mover_read_ii` each), then written in
+    the new order: ``delay`` = the read phase + one output token + ``PIPELINE_DEPTH``."""
+    in_tile = int(in_tile_elems or tile_elems)
+    read = max(total_elems // in_tile, 1) * mover_read_ii(dtype, in_tile, lanes)
     lanes = mover_lanes(dtype, lanes)
     step = -(-tile_elems // lanes)
-    tokens = max(total_elems // tile_elems, 1)
-    return KernelCost(tokens * step + step + PIPELINE_DEPTH, step,
+    return KernelCost(read + step + PIPELINE_DEPTH, step,
                       compute_resources(total_elems * _bytes(dtype), lanes, op, dtype))
 
 

@@ -19,7 +19,9 @@ Each op becomes one kernel whose loops run over *tiles*; a token of a stream is 
 
 Graph inputs and weights are read by one ``dma_in`` kernel each (in the type of their first
 consumer), graph outputs written by one ``dma_out`` kernel each. Timing and resources come from
-:mod:`.costs`.
+:mod:`.costs`; every stream end carries the cycle at which its kernel reads or writes each token
+(:mod:`.schedules`), except a consumer's end that re-reads tiles, which fusion's converter or
+DRAM reader in front of it completes.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from dfopt.ir.graph import DataflowGraph, Kernel, Loop, Stream
 from dfopt.ir.itensor import ITensorType, loop_nest_type
-from dfopt.models.tiling import costs
+from dfopt.models.tiling import costs, schedules
 
 if TYPE_CHECKING:
     from dfopt.ir.opgraph import OpGraph
@@ -171,7 +173,8 @@ def _cost(plan: Plan, graph) -> costs.KernelCost:
         return costs.row_cost(plan.op, plan.dtype, tile_elems * row, tile_elems * row, plan.lanes, row=row)
     if plan.op in MOVERS:
         total = math.prod(graph.tensors[plan.output].shape)
-        return costs.mover_cost(plan.op, plan.dtype, total, tile_elems, plan.lanes)
+        in_tile = math.prod(lp["step"] for lp in plan.attrs["input_loops"])
+        return costs.mover_cost(plan.op, plan.dtype, total, tile_elems, plan.lanes, in_tile_elems=in_tile)
     return costs.elementwise_cost(plan.op, plan.dtype, tile_elems, len(plan.inputs), plan.lanes,
                                   period=_broadcast_period(plan, graph))
 
@@ -191,8 +194,10 @@ def _tokens(plan: Plan) -> int:
 
 
 def latency(plan: Plan, graph: OpGraph) -> int:
+    """Cycles of the plan's kernel: its last write (``delay + (tokens - 1) * ii``) + 1, as its
+    port schedules give it (:func:`.schedules.latency`)."""
     c = _cost(plan, graph)
-    return c.delay + (_tokens(plan) - 1) * c.ii
+    return c.delay + (_tokens(plan) - 1) * c.ii + 1
 
 
 def unroll(plans: list, graph: OpGraph, overall_unroll_size: int) -> None:
@@ -225,9 +230,7 @@ def tile_graph(graph: OpGraph, default_tile_size: int = 64, overall_unroll_size:
         c = _cost(p, graph)
         tile_elems = math.prod(lp["step"] for lp in p.loops) * p.attrs.get("row", 1)
         loops = tuple(Loop(lp["name"], lp["tripcount"], lp["step"], lp["kind"]) for lp in p.loops)
-        kernels.append(Kernel(p.name, p.op, loops,
-                              delay=c.delay, ii=c.ii, latency=c.delay + (_tokens(p) - 1) * c.ii,
-                              resources=c.resources,
+        kernels.append(Kernel(p.name, p.op, loops, delay=c.delay, ii=c.ii, resources=c.resources,
                               attrs={"lanes": p.lanes, "vector": _vector(p.lanes, tile_elems),
                                      "point_loops": p.point_loops, "output": p.output, "inputs": list(p.inputs)}))
     for name, spec in graph.tensors.items():
@@ -236,8 +239,7 @@ def tile_graph(graph: OpGraph, default_tile_size: int = 64, overall_unroll_size:
             t = _input_type(first, name, graph)
             c = costs.dma_cost(spec.dtype, math.prod(t.element))
             dma = f"{name}_in"
-            kernels.append(Kernel(dma, "dma_in", delay=c.delay, ii=c.ii, latency=c.delay + (t.tokens - 1) * c.ii,
-                                  resources=c.resources,
+            kernels.append(Kernel(dma, "dma_in", delay=c.delay, ii=c.ii, resources=c.resources,
                                   attrs={"tensor": name, "vector": _vector(16, math.prod(t.element))}))
             producer[name] = (dma, t)
     for p in plans:
@@ -250,8 +252,17 @@ def tile_graph(graph: OpGraph, default_tile_size: int = 64, overall_unroll_size:
         src, t = producer[out]
         c = costs.dma_cost(t.dtype, math.prod(t.element))
         dma = f"{out}_out"
-        kernels.append(Kernel(dma, "dma_out", delay=c.delay, ii=c.ii, latency=c.delay + (t.tokens - 1) * c.ii,
-                              resources=c.resources,
+        kernels.append(Kernel(dma, "dma_out", delay=c.delay, ii=c.ii, resources=c.resources,
                               attrs={"tensor": out, "vector": _vector(16, math.prod(t.element))}))
         streams.append(Stream(f"{out}__{dma}", src, dma, tokens=t.tokens, width=t.token_bits, src_type=t, dst_type=t))
-    return DataflowGraph(kernels, streams)
+    return _scheduled(DataflowGraph(kernels, streams))
+
+
+def _scheduled(graph: DataflowGraph) -> DataflowGraph:
+    """The graph with every stream end's port schedule (:mod:`.schedules`) and every kernel's
+    ``latency`` its last event + 1."""
+    out = schedules.with_port_schedules(graph)
+    for name, k in out.kernels.items():
+        ends = schedules.kernel_schedules(out, name).values()
+        k.latency = max((schedules.latency(e) for e in ends), default=0)
+    return out
