@@ -37,9 +37,11 @@ def test_shipped_pipelines_solve_and_every_stage_checks(path):
 def test_checker_catches_a_tampered_stage():
     inst = load(ROOT / "instances" / "pipeline" / "ffn.json")
     sol = solve_instance(inst, time_limit=10)
-    deepest = max(sol.decision.fifo.depths, key=sol.decision.fifo.depths.get)
-    bad = tampered(sol, lambda d: d["fifo"]["depths"].update({deepest: 1}))
-    assert failed(inst, bad)
+    depths = sol.decision.fifo.depths
+    deepest = max(depths, key=depths.get)
+    # one slot more than the stage reported: safe still, but the figures no longer recount
+    bad = tampered(sol, lambda d: d["fifo"]["depths"].update({deepest: depths[deepest] + 1}))
+    assert "fifo:objective-recounted" in failed(inst, bad)
     k = next(iter(sol.decision.placement.slot))
     bad = tampered(sol, lambda d: d["placement"]["slot"].update({k: "SLR9"}))
     assert "placement:placement-assignment" in failed(inst, bad)
