@@ -33,6 +33,7 @@ SOLVED = {
     "schedule-tiled": ("instances/schedule/gemm.json", ("--tiling", "32")),
     "mapping": ("instances/mapping/ffn-2x4.json", ()),
     "pipeline": ("instances/pipeline/ffn.json", ()),
+    "pipeline-llama": ("instances/pipeline/llama-block.json", ()),  # FIFOs deeper than 1 (ffn's are all 1)
 }
 TIME_LIMIT = "5"
 
@@ -538,7 +539,7 @@ case("pipeline", "fifo-proof", put("fifo/proof", "%arg0"), ("fifo:search-record"
 case("pipeline", "fifo-chosen-deleted", drop("fifo/chosen"), ("fifo:search-record",))
 case("pipeline", "fusion-group-split", _pipeline_split, ("fusion:fusion-objective", "fifo:depths-complete"))
 case("pipeline", "fusion-kernel-dropped", lambda d: d["fusion"]["groups"][0].pop(), ("fusion:fusion-partition",))
-case("pipeline", "fifo-deepest-to-1", _pipeline_deepest, ("fifo:witness", "fifo:simulated"))
+case("pipeline-llama", "fifo-deepest-to-1", _pipeline_deepest, ("fifo:witness", "fifo:simulated"))
 case("pipeline", "fifo-depth-removed", lambda d: d["fifo"]["depths"].pop(deepest(d["fifo"]["depths"])),
      ("fifo:depths-complete",))
 case("pipeline", "memory-binding-illegal", _pipeline_binding, ("memory:memory-binding",))
