@@ -139,7 +139,7 @@ FIFO_FORMULATION = "flow"
 
 def fifo_stage(graph: DataflowGraph, name: str = "design", **options: Any) -> tuple[DataflowGraph, StageResult]:
     t = time.perf_counter()
-    sol = _solve("fifo", graph, None, name, options)
+    sol = _solve("fifo", graph, None, name, {"formulation": FIFO_FORMULATION, **options})
     return graph.with_depths(sol.decision.depths), _result("fifo", t, sol, stage_details("fifo", sol.sections["fifo"],
                                                                                          sol.decision))
 
@@ -237,7 +237,7 @@ def run(opgraph: OpGraph, platform: Platform | None, name: str = "design", defau
     fused, r = step("fusion", fusion_stage, tiled, platform, name, formulation=fusion_formulation, c_max=c_max,
                     **share)
     stages.append(r)
-    sized, r = step("fifo", fifo_stage, port_timing(fused, fifo_timing), name, formulation=FIFO_FORMULATION)
+    sized, r = step("fifo", fifo_stage, port_timing(fused, fifo_timing), name)
     stages.append(r)
     stages.append(step("memory", memory_stage, sized, platform, name, **share))
     stages.append(step("placement", placement_stage, sized, platform, name, formulation=placement_formulation,
