@@ -12,6 +12,7 @@ reaches on the exact schedule. One run, every figure side by side:
 
     python benchmarks/fifo_bursty.py                                # shipped + generated instances
     python benchmarks/fifo_bursty.py instances/fifo/matmul-chain-bursty.json --time-limit 30
+    python benchmarks/fifo_bursty.py --objective bram18 --no-frontier -o benchmarks/results/fifo-bursty-bram18.json
 
 Results: ``benchmarks/results/fifo-bursty.json`` (summarised in docs/benchmarks.md).
 """
@@ -65,7 +66,7 @@ def steady_fit(graph: DataflowGraph) -> DataflowGraph:
     return DataflowGraph(kernels, streams)
 
 
-def run_instance(path: Path, time_limit: float) -> dict:
+def run_instance(path: Path, time_limit: float, objective: str = "depth", frontier: bool = True) -> dict:
     inst = dfopt.load(path)
     graph = inst.graph
     ref = simulate(graph, unbounded=True)
@@ -80,7 +81,7 @@ def run_instance(path: Path, time_limit: float) -> dict:
                                 "latency_ratio": None if run.deadlock else run.makespan / ref.makespan}
     for f in FORMULATIONS:
         t = time.perf_counter()
-        sol = dfopt.solve(inst, formulation=f, time_limit=time_limit)
+        sol = dfopt.solve(inst, formulation=f, time_limit=time_limit, objective=objective)
         sec = sol.sections["fifo"]
         row["exact"][f] = {"ok": sol.ok, "total_depth": sec["total_depth"], "total_bits": sec["total_bits"],
                            "bram18": sec["bram18"], "bound": sol.bound, "objective": sol.objective,
@@ -91,10 +92,11 @@ def run_instance(path: Path, time_limit: float) -> dict:
         e = row["exact"][f]
         e["depth_vs_occupancy"] = e["total_depth"] / max(base["total_depth"], 1)
         e["bram18_vs_occupancy"] = e["bram18"] / base["bram18"] if base["bram18"] else None
-    t = time.perf_counter()
-    sol = dfopt.solve(inst, formulation="search", frontier=6, frontier_slack=0.5, time_limit=time_limit)
-    row["frontier"] = {"points": [(p["makespan"], p["total_depth"]) for p in sol.sections["fifo"]["frontier"]],
-                       "time_s": time.perf_counter() - t, "ok": sol.ok}
+    if frontier:
+        t = time.perf_counter()
+        sol = dfopt.solve(inst, formulation="search", frontier=6, frontier_slack=0.5, time_limit=time_limit)
+        row["frontier"] = {"points": [(p["makespan"], p["total_depth"]) for p in sol.sections["fifo"]["frontier"]],
+                           "time_s": time.perf_counter() - t, "ok": sol.ok}
     return row
 
 
@@ -102,18 +104,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("instances", nargs="*", type=Path)
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--objective", choices=("depth", "bits", "bram18"), default="depth",
+                    help="what the exact formulations minimise (the steady fit always sizes depth)")
+    ap.add_argument("--no-frontier", action="store_true", help="skip the frontier runs")
     ap.add_argument("-o", "--output", type=Path, default=RESULTS)
     args = ap.parse_args()
     rows = []
     for path in args.instances or default_instances():
-        row = run_instance(path, args.time_limit)
+        row = run_instance(path, args.time_limit, args.objective, not args.no_frontier)
         rows.append(row)
         fit = ", ".join(f"{f} {v['latency_ratio'] if v['latency_ratio'] is None else round(v['latency_ratio'], 3)}"
                         for f, v in row["steady_fit"].items())
         ex = ", ".join(f"{f} {v['depth_vs_occupancy']:.3f}" for f, v in row["exact"].items())
+        ex += "; BRAM18 / occupancy's: " + ", ".join(
+            f"{f} {v['bram18_vs_occupancy']:.3f}" if v["bram18_vs_occupancy"] is not None else f"{f} -"
+            for f, v in row["exact"].items())
+        front = (f"; frontier {len(row['frontier']['points'])} points in {row['frontier']['time_s']:.1f} s"
+                 if "frontier" in row else "")
         print(f"{row['instance']}: {row['kernels']} kernels, {row['events']} events; steady-fit depths on the exact "
-              f"schedule, latency x: {fit}; exact depth / occupancy: {ex}; frontier "
-              f"{len(row['frontier']['points'])} points in {row['frontier']['time_s']:.1f} s", flush=True)
+              f"schedule, latency x: {fit}; exact depth / occupancy: {ex}{front}", flush=True)
     lengthened = {f: sum(1 for r in rows if (r["steady_fit"][f]["latency_ratio"] or np.inf) > 1) for f in
                   ("slack", "flow", "occupancy")}
     geo = {f: float(np.exp(np.mean([np.log(r["exact"][f]["depth_vs_occupancy"]) for r in rows])))
@@ -121,7 +130,11 @@ def main() -> None:
     worst = {f: max([r["steady_fit"][f]["latency_ratio"] for r in rows if r["steady_fit"][f]["latency_ratio"]],
                     default=None) for f in ("slack", "flow", "occupancy")}
     deadlocks = {f: sum(1 for r in rows if r["steady_fit"][f]["deadlock"]) for f in ("slack", "flow", "occupancy")}
-    summary = {"instances": len(rows), "steady_fit_lengthened_or_deadlocked": lengthened,
+    bram = {f: float(np.exp(np.mean([np.log(r["exact"][f]["bram18_vs_occupancy"]) for r in rows
+                                     if r["exact"][f]["bram18_vs_occupancy"]])))
+            for f in FORMULATIONS} if rows else {}
+    summary = {"instances": len(rows), "objective": args.objective, "exact_bram18_vs_occupancy_geomean": bram,
+               "steady_fit_lengthened_or_deadlocked": lengthened,
                "steady_fit_deadlocked": deadlocks, "steady_fit_worst_latency_ratio": worst,
                "exact_depth_vs_occupancy_geomean": geo}
     print(summary)
