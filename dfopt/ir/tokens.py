@@ -133,12 +133,10 @@ def expand(schedules: Sequence[TokenSchedule]) -> np.ndarray:
     if not blocks:
         return np.zeros(0, dtype=np.int64)
     depth = max(len(b.loops) for b in blocks)
-    trips = np.ones((len(blocks), depth), dtype=np.int64)
-    strides = np.zeros((len(blocks), depth), dtype=np.int64)
-    for i, b in enumerate(blocks):          # one row per block; the tokens below are vectorised
-        k = len(b.loops)
-        trips[i, depth - k:] = [t for t, _ in b.loops]
-        strides[i, depth - k:] = [st for _, st in b.loops]
+    pad = ((1, 0),)
+    # one row per block (outer loops padded with trips of 1), converted in one call
+    table = np.array([pad * (depth - len(b.loops)) + tuple(b.loops) for b in blocks], dtype=np.int64)
+    trips, strides = table[:, :, 0], table[:, :, 1]
     counts = trips.prod(axis=1)
     block_of = np.repeat(np.arange(len(blocks)), counts)
     local = np.arange(len(block_of), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)

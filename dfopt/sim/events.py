@@ -205,8 +205,9 @@ class _Sides:
     count: np.ndarray   # tokens
     ptr: np.ndarray     # (K+1,) CSR by kernel
     last: np.ndarray    # offset of the last token
-    explicit: dict      # sides with a per-token schedule: "flat" (every token's offset, concatenated)
-                        # and "at" (side index -> its first position in "flat"); empty when none
+    explicit: dict      # sides with a per-token schedule: "flat" (every token's offset, concatenated),
+                        # "sides" (their indices, increasing) and "at" (each one's first position in
+                        # "flat"); empty when none
 
 
 def _sides(n_kernels: int, table: np.ndarray, delay: np.ndarray, scheduled: tuple = ()) -> _Sides:
@@ -242,7 +243,8 @@ def _sides(n_kernels: int, table: np.ndarray, delay: np.ndarray, scheduled: tupl
         flat = expand(scheds)
         lens = count[sides]
         starts = np.cumsum(lens) - lens
-        explicit = {"flat": flat, "at": dict(zip(sides, starts.tolist()))}
+        order = np.argsort(sides)
+        explicit = {"flat": flat, "sides": np.asarray(sides, dtype=np.int64)[order], "at": starts[order]}
     return _Sides(kernel, stream, write, n0, step, count, ptr, last, explicit)
 
 
@@ -261,9 +263,10 @@ def _sort_chunk(sd: _Sides, lo: int, hi: int, base: np.ndarray) -> tuple[np.ndar
     tok0 = base[sd.stream[lo:hi]]
     max_n = int(sd.last[lo:hi].max())
     b_k, b_n, b_t = (max(1, int(v).bit_length()) for v in (kernel[-1], max_n, base[-1]))
-    explicit = [i for i in range(lo, hi) if i in sd.explicit["at"]] if sd.explicit else []
-    if explicit:
-        return _sort_explicit(sd, lo, hi, base, explicit, (b_k, b_n, b_t))
+    if sd.explicit:
+        a, b = np.searchsorted(sd.explicit["sides"], [lo, hi])
+        if b > a:
+            return _sort_explicit(sd, lo, hi, base, slice(int(a), int(b)), (b_k, b_n, b_t))
     if b_k + b_n + 1 + b_t <= 63:
         sh_n = b_t + 1
         sh_k = sh_n + b_n
@@ -284,7 +287,7 @@ def _sort_chunk(sd: _Sides, lo: int, hi: int, base: np.ndarray) -> tuple[np.ndar
     return 2 * (tok0[side_of] + k) + write[side_of], n[order]
 
 
-def _sort_explicit(sd: _Sides, lo: int, hi: int, base: np.ndarray, explicit: list,
+def _sort_explicit(sd: _Sides, lo: int, hi: int, base: np.ndarray, explicit: slice,
                    bits: tuple) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_sort_chunk` when some sides carry per-token schedules: every event's offset
     spelled out (steady sides by one ``arange`` each, scheduled ones from their blocks), then one
@@ -294,10 +297,10 @@ def _sort_explicit(sd: _Sides, lo: int, hi: int, base: np.ndarray, explicit: lis
     side_of = np.repeat(np.arange(hi - lo), count)
     k = np.arange(len(side_of), dtype=np.int64) - first[side_of]
     n = sd.n0[lo:hi][side_of] + k * sd.step[lo:hi][side_of]
-    at, flat = sd.explicit["at"], sd.explicit["flat"]
-    src = np.array([at[i] for i in explicit], dtype=np.int64)
-    dst = first[np.array(explicit) - lo]
-    lens = count[np.array(explicit) - lo]
+    flat, sides = sd.explicit["flat"], sd.explicit["sides"][explicit]
+    src = sd.explicit["at"][explicit]
+    dst = first[sides - lo]
+    lens = count[sides - lo]
     n[ranges(dst, dst + lens)] = flat[ranges(src, src + lens)]
     kernel = (sd.kernel[lo:hi] - sd.kernel[lo])[side_of]
     write = sd.write[lo:hi].astype(np.int64)[side_of]
