@@ -53,10 +53,7 @@ class Block(NamedTuple):
 
     def offsets(self) -> np.ndarray:
         """Every token's nominal cycle, in order (int64)."""
-        out = np.array([self.offset], dtype=np.int64)
-        for trip, stride in self.loops:
-            out = (out[:, None] + np.arange(trip, dtype=np.int64)[None, :] * stride).ravel()
-        return out
+        return expand([TokenSchedule((self,))])
 
     def to_json(self) -> dict:
         return {"offset": self.offset, "loops": [[t, s] for t, s in self.loops]}
@@ -102,10 +99,8 @@ class TokenSchedule:
         return len(self.blocks) == 0 or (len(self.blocks) == 1 and len(self.blocks[0].loops) == 1)
 
     def offsets(self) -> np.ndarray:
-        """Every token's nominal cycle, in order (int64); a loop per block, none per token."""
-        if not self.blocks:
-            return np.zeros(0, dtype=np.int64)
-        return np.concatenate([b.offsets() for b in self.blocks])
+        """Every token's nominal cycle, in order (int64), by :func:`expand`."""
+        return expand([self])
 
     def shifted(self, cycles: int) -> TokenSchedule:
         return TokenSchedule(tuple(Block(b.offset + cycles, b.loops) for b in self.blocks))

@@ -266,7 +266,7 @@ def _sort_chunk(sd: _Sides, lo: int, hi: int, base: np.ndarray) -> tuple[np.ndar
     if sd.explicit:
         a, b = np.searchsorted(sd.explicit["sides"], [lo, hi])
         if b > a:
-            return _sort_explicit(sd, lo, hi, base, slice(int(a), int(b)), (b_k, b_n, b_t))
+            return _sort_spelled_out(sd, lo, hi, base, slice(int(a), int(b)), (b_k, b_n, b_t))
     if b_k + b_n + 1 + b_t <= 63:
         sh_n = b_t + 1
         sh_k = sh_n + b_n
@@ -279,29 +279,25 @@ def _sort_chunk(sd: _Sides, lo: int, hi: int, base: np.ndarray) -> tuple[np.ndar
         code = ((key & ((1 << b_t) - 1)) << 1) | ((key >> b_t) & 1)
         return code, (key >> sh_n) & ((1 << b_n) - 1)
     logger.debug("event keys need more than 63 bits; using lexsort")
-    side_of = np.repeat(np.arange(hi - lo), count)
-    k = np.arange(len(side_of), dtype=np.int64) - first[side_of]
-    n = n0[side_of] + k * step[side_of]
-    order = np.lexsort((tok0[side_of] + k, write[side_of], n, kernel[side_of]))
-    side_of, k = side_of[order], k[order]
-    return 2 * (tok0[side_of] + k) + write[side_of], n[order]
+    return _sort_spelled_out(sd, lo, hi, base, None, (b_k, b_n, b_t))
 
 
-def _sort_explicit(sd: _Sides, lo: int, hi: int, base: np.ndarray, explicit: slice,
-                   bits: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_sort_chunk` when some sides carry per-token schedules: every event's offset
-    spelled out (steady sides by one ``arange`` each, scheduled ones from their blocks), then one
-    key per event as there."""
+def _sort_spelled_out(sd: _Sides, lo: int, hi: int, base: np.ndarray, explicit: slice | None,
+                      bits: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_sort_chunk` with every event's offset spelled out: steady sides by one ``arange``
+    each, the scheduled ones (``explicit``, a range of ``sd.explicit``) from their blocks; then
+    one packed key per event as there, or ``np.lexsort`` when it would overflow."""
     count = sd.count[lo:hi]
     first = np.cumsum(count) - count
     side_of = np.repeat(np.arange(hi - lo), count)
     k = np.arange(len(side_of), dtype=np.int64) - first[side_of]
     n = sd.n0[lo:hi][side_of] + k * sd.step[lo:hi][side_of]
-    flat, sides = sd.explicit["flat"], sd.explicit["sides"][explicit]
-    src = sd.explicit["at"][explicit]
-    dst = first[sides - lo]
-    lens = count[sides - lo]
-    n[ranges(dst, dst + lens)] = flat[ranges(src, src + lens)]
+    if explicit is not None:
+        flat, sides = sd.explicit["flat"], sd.explicit["sides"][explicit]
+        src = sd.explicit["at"][explicit]
+        dst = first[sides - lo]
+        lens = count[sides - lo]
+        n[ranges(dst, dst + lens)] = flat[ranges(src, src + lens)]
     kernel = (sd.kernel[lo:hi] - sd.kernel[lo])[side_of]
     write = sd.write[lo:hi].astype(np.int64)[side_of]
     tok = base[sd.stream[lo:hi]][side_of] + k

@@ -150,10 +150,7 @@ def schedule_curve(writes: np.ndarray, reads: np.ndarray, samples: int = CURVE_S
     >>> d.tolist(), n.tolist()
     ([28, 29, 30, 31], [3, 3, 4, 4])
     """
-    lo = int(writes[0]) + 1 - int(reads[0])
-    hi = max(lo, int(writes[-1]) + 1 - int(reads[0]))
-    d = np.unique(np.linspace(lo, hi, max(2, samples)).round().astype(np.int64))
-    return d, np.array([schedule_max_tokens(writes, reads, x) for x in d.tolist()], dtype=np.int64)
+    return schedule_curves({0: (writes, reads)}, samples)[0]
 
 
 def schedule_max_tokens_batch(writes: np.ndarray, reads: np.ndarray, base: np.ndarray,
