@@ -334,8 +334,9 @@ def _tiled_graph(instance):
     from dfopt.models.tiling.tiler import tile_graph
 
     options = instance.options_for("pipeline")
+    sizes = options.get("tile_sizes")
     tiled = tile_graph(instance.operators, int(options.get("default_tile_size", 64)),
-                       int(options.get("overall_unroll_size", 1024)))
+                       int(options.get("overall_unroll_size", 1024)), sizes if isinstance(sizes, dict) else None)
     issues = _limit_issues(graph_to_dict(tiled), (), _Faulty([]))
     if issues:
         raise InstanceError(f"the tiled design of the operators breaks a numeric limit: {issues[0][1]}; use "

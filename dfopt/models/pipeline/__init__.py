@@ -26,6 +26,7 @@ from dfopt.models.base import Outcome, Problem
 from dfopt.models.options import CommonOptions, option
 from dfopt.models.pipeline.decision import STAGES, Design
 from dfopt.models.pipeline.stages import (
+    FIFO_FORMULATION,
     channel_graph,
     dram_traffic,
     emit,
@@ -53,6 +54,7 @@ __all__ = ["PROBLEM", "Options", "Design", "run", "emit", "channel_graph", "tili
 
 _FUSION = ("cpsat", "greedy", "mip")
 _PLACEMENT = ("cpsat", "greedy", "bipartition", "mip")
+_FIFO = ("slack", "flow", "potentials", "paths", "occupancy", "search")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,18 @@ class Options(CommonOptions):
                                                choices=_PLACEMENT)
     c_max: int | None = option(None, "fusion capacity in bytes (default: the platform's on-chip bytes)",
                                minimum=1, maximum=1 << 50, metavar="BYTES")
+    tile_sizes: dict | None = option(None, "tile size per operator name or op kind, over default_tile_size",
+                                     schema={"type": "object", "additionalProperties":
+                                             {"type": "integer", "minimum": 1, "maximum": 1 << 16}},
+                                     metavar="JSON")
+    fifo_formulation: str | None = option(None, f"formulation of the FIFO stage (default {FIFO_FORMULATION})",
+                                          choices=_FIFO)
+    latency_slack: float = option(0.0, "FIFO stage: allow a latency up to (1 + X) x the unbounded design's "
+                                       "for fewer FIFO bits (0: latency-preserving)", minimum=0, maximum=100,
+                                  metavar="X")
+    max_utilization: float | None = option(None, "share of each slot's resources kernels and buffers may use, "
+                                                 "for memory binding and placement (default: theirs, 1.0 and 0.8)",
+                                           exclusive_minimum=0, maximum=1)
     fifo_timing: str = option("exact", "token timing FIFO sizing runs on: exact (every port's per-token schedule "
                                        "in its kernel's loop order) or steady (delay + k * ii for every port)",
                               choices=TIMINGS)
@@ -89,8 +103,23 @@ def prepare(instance: Instance, options: Options) -> PipelineData:
     assert instance.platform is not None and instance.operators is not None  # the driver checks them
     if not instance.platform.slots:
         raise InstanceError("the pipeline problem needs an FPGA platform with slots", pointer="/platform")
-    tiled, tiling = tiling_stage(instance.operators, options.default_tile_size, options.overall_unroll_size)
+    _check_tile_sizes(instance, options)
+    tiled, tiling = tiling_stage(instance.operators, options.default_tile_size, options.overall_unroll_size,
+                                 options.tile_sizes)
     return PipelineData(instance, tiled, tiling)
+
+
+def _check_tile_sizes(instance: Instance, options: Options) -> None:
+    """Every key of ``tile_sizes`` names an operator or an op kind of the graph."""
+    from dfopt.models.options import where
+    from dfopt.schema import did_you_mean
+
+    assert instance.operators is not None
+    known = {op.name for op in instance.operators.ops} | {op.op for op in instance.operators.ops}
+    for key in options.tile_sizes or {}:
+        if key not in known:
+            raise InstanceError(f"tile_sizes: {key!r} is neither an operator nor an op kind of the graph"
+                                f"{did_you_mean(key, known)}", pointer=where(options, "tile_sizes", key))
 
 
 def _staged(data: PipelineData, options: Options) -> Outcome:
@@ -98,7 +127,9 @@ def _staged(data: PipelineData, options: Options) -> Outcome:
     assert inst.operators is not None
     result = run(inst.operators, inst.platform, inst.name, time_limit=options.time_limit, seed=options.seed,
                  fusion_formulation=options.fusion_formulation, placement_formulation=options.placement_formulation,
-                 c_max=options.c_max, tiled=data.tiled, tiling=data.tiling, fifo_timing=options.fifo_timing)
+                 c_max=options.c_max, tiled=data.tiled, tiling=data.tiling, fifo_timing=options.fifo_timing,
+                 fifo_formulation=options.fifo_formulation, latency_slack=options.latency_slack,
+                 max_utilization=options.max_utilization, tile_sizes=options.tile_sizes)
     sols: dict[str, Solution] = {}
     for p in STAGES:
         sol = result.stage(p).solution
@@ -150,9 +181,14 @@ def report(data: PipelineData, outcome: Outcome, options: Options) -> dict:
     return sections
 
 
+#: The options a pipeline solution records (``pipeline.options``): what the checker and the emitter
+#: rebuild the design with; a solution checked with other values fails.
+RECORDED = ("default_tile_size", "overall_unroll_size", "tile_sizes", "c_max", "fifo_timing", "fifo_formulation",
+            "latency_slack", "max_utilization")
+
+
 def _recorded_options(instance, options: Options) -> dict:
-    return {"default_tile_size": options.default_tile_size, "overall_unroll_size": options.overall_unroll_size,
-            "c_max": options.c_max, "fifo_timing": options.fifo_timing}
+    return {k: getattr(options, k) for k in RECORDED}
 
 
 def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
@@ -168,7 +204,8 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
     stages = {s["name"]: s for s in (listed if isinstance(listed, list) else [])
               if isinstance(s, dict) and isinstance(s.get("name"), str)}
     assert instance.operators is not None  # the driver checks the parts a problem needs
-    tiled, tiling = tiling_stage(instance.operators, options.default_tile_size, options.overall_unroll_size)
+    tiled, tiling = tiling_stage(instance.operators, options.default_tile_size, options.overall_unroll_size,
+                                 options.tile_sizes)
     faults = tiling_faults(tiled)
     out = [Check("pipeline-tiling", not faults, faults[:10])]
 
@@ -187,12 +224,13 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
     if not all(c.ok for c in out if c.name == "fusion:fusion-partition"):
         return out
     fused = port_timing(fused_design(tiled, design.fusion), options.fifo_timing)
-    out += stage("fifo", fused, None)
+    out += stage("fifo", fused, None, **({"latency_slack": options.latency_slack} if options.latency_slack else {}))
     if not all(c.ok for c in out if c.name == "fifo:depths-complete"):
         return out
     sized = fused.with_depths(dict(design.fifo.depths))
-    out += stage("memory", channel_graph(sized), instance.platform)
-    out += stage("placement", channel_graph(sized), instance.platform, memory_binding="heuristic")
+    util = {} if options.max_utilization is None else {"max_utilization": options.max_utilization}
+    out += stage("memory", channel_graph(sized), instance.platform, **util)
+    out += stage("placement", channel_graph(sized), instance.platform, memory_binding="heuristic", **util)
     out.append(_figures(instance, solution, tiled))
     out.append(_stage_records(listed, tiling.to_dict(), solution, out))
     return out
@@ -287,4 +325,4 @@ PROBLEM = Problem(
     summary=summary, emit=_emit,
     emit_help="write the HLS C++ project (docs/hls.md): 'make -C DIR csim' and 'csim-vitis' check it against NumPy",
     recorded={f"pipeline.options.{k}": (lambda inst, o, k=k: getattr(o, k))
-              for k in ("default_tile_size", "overall_unroll_size", "c_max", "fifo_timing")})
+              for k in RECORDED})

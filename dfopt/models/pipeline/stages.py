@@ -25,9 +25,12 @@ checks. Stage solvers share ``time_limit`` (a third each for fusion, memory and 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import logging
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,12 +67,12 @@ class StageResult:
         return {**d, **self.details}
 
 
-def tiling_stage(opgraph: OpGraph, default_tile_size: int = 64,
-                 overall_unroll_size: int = 1024) -> tuple[DataflowGraph, StageResult]:
+def tiling_stage(opgraph: OpGraph, default_tile_size: int = 64, overall_unroll_size: int = 1024,
+                 tile_sizes: dict | None = None) -> tuple[DataflowGraph, StageResult]:
     from dfopt.models.tiling.tiler import tile_graph
 
     t = time.perf_counter()
-    graph = tile_graph(opgraph, default_tile_size, overall_unroll_size)
+    graph = tile_graph(opgraph, default_tile_size, overall_unroll_size, tile_sizes)
     faults = tiling_faults(graph)
     lanes = sum(k.attrs.get("lanes", 0) for k in graph.kernels.values())
     slowest = max(graph.kernels.values(), key=lambda k: k.latency or 0)
@@ -210,41 +213,72 @@ class PipelineResult:
 def run(opgraph: OpGraph, platform: Platform | None, name: str = "design", default_tile_size: int = 64,
         overall_unroll_size: int = 1024, time_limit: float = 60.0, seed: int = 0, fusion_formulation: str | None = None,
         placement_formulation: str | None = None, c_max: int | None = None, tiled: DataflowGraph | None = None,
-        tiling: StageResult | None = None, fifo_timing: str = "exact") -> PipelineResult:
+        tiling: StageResult | None = None, fifo_timing: str = "exact", fifo_formulation: str | None = None,
+        latency_slack: float = 0.0, max_utilization: float | None = None,
+        tile_sizes: dict | None = None) -> PipelineResult:
     """Every stage in order; raises the stage's error (with the stage named) when one fails.
     ``fifo_timing`` is the token timing of the fused design from FIFO sizing on: ``exact``, every
-    port's per-token schedule, or ``steady`` (:func:`dfopt.models.tiling.schedules.port_timing`)."""
+    port's per-token schedule, or ``steady`` (:func:`dfopt.models.tiling.schedules.port_timing`).
+    ``fifo_formulation`` and ``latency_slack`` go to the FIFO stage, ``max_utilization`` (None:
+    each stage's own default) to memory binding and placement. After each stage the hooks of
+    :func:`watching` see its result (a hook may stop the run by raising)."""
     from dfopt.errors import DfoptError
     from dfopt.models.tiling.schedules import port_timing
 
     share = {"time_limit": time_limit / 3, "seed": seed}
-    stages = []
+    util = {} if max_utilization is None else {"max_utilization": max_utilization}
+    stages: list[StageResult] = []
 
     def step(label, fn, *args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
         except DfoptError as err:
             err.args = (f"pipeline stage {label}: {err}",) + err.args[1:]
             if hasattr(err, "reason"):
                 err.reason = f"pipeline stage {label}: {err.reason}"
             raise
+        result = out[1] if isinstance(out, tuple) else out
+        for hook in _HOOKS.get():
+            hook(label, result, stages)
+        return out
 
     if tiled is None:
-        tiled, tiling = step("tiling", tiling_stage, opgraph, default_tile_size, overall_unroll_size)
+        tiled, tiling = step("tiling", tiling_stage, opgraph, default_tile_size, overall_unroll_size, tile_sizes)
+    elif tiling is not None:
+        for hook in _HOOKS.get():
+            hook("tiling", tiling, stages)
     if tiling is None:
         raise ValueError("run: a tiled graph given without its tiling stage result")
     stages.append(tiling)
     fused, r = step("fusion", fusion_stage, tiled, platform, name, formulation=fusion_formulation, c_max=c_max,
                     **share)
     stages.append(r)
-    sized, r = step("fifo", fifo_stage, port_timing(fused, fifo_timing), name)
+    sized, r = step("fifo", fifo_stage, port_timing(fused, fifo_timing), name,
+                    **({"formulation": fifo_formulation} if fifo_formulation else {}),
+                    **({"latency_slack": latency_slack} if latency_slack else {}))
     stages.append(r)
-    stages.append(step("memory", memory_stage, sized, platform, name, **share))
+    stages.append(step("memory", memory_stage, sized, platform, name, **share, **util))
     stages.append(step("placement", placement_stage, sized, platform, name, formulation=placement_formulation,
-                       **share))
+                       **share, **util))
     for s in stages:
         log.info("stage %s: %.2f s, objective %s, checks %s", s.name, s.time_s, s.objective, s.checks_ok)
     return PipelineResult(sized, stages, tiled)
+
+
+#: Hooks ``hook(stage name, its StageResult, the stages before it)`` called after each stage of
+#: :func:`run` in this context (:func:`watching`).
+_HOOKS: contextvars.ContextVar[tuple] = contextvars.ContextVar("pipeline_stage_hooks", default=())
+
+
+@contextlib.contextmanager
+def watching(hook: Callable[[str, StageResult, list], None]) -> Iterator[None]:
+    """Call ``hook`` after every stage of the pipeline runs started inside the ``with`` block
+    (design-space exploration prunes a trial whose latency is already known to lose)."""
+    token = _HOOKS.set(_HOOKS.get() + (hook,))
+    try:
+        yield
+    finally:
+        _HOOKS.reset(token)
 
 
 def emit(instance: Instance, solution: Solution, out_dir: StrPath) -> dict:
@@ -262,7 +296,8 @@ def emit(instance: Instance, solution: Solution, out_dir: StrPath) -> dict:
     opts = solution.sections["pipeline"]["options"]
     design = solution.decision
     assert instance.operators is not None  # the driver checks the parts a problem needs
-    tiled = tile_graph(instance.operators, opts["default_tile_size"], opts["overall_unroll_size"])
+    tiled = tile_graph(instance.operators, opts["default_tile_size"], opts["overall_unroll_size"],
+                       opts.get("tile_sizes"))
     fused = fused_design(tiled, design.fusion)
     depths = design_depths(fused, dict(design.fifo.depths))
     storage = design_storage(fused, dict(design.memory.binding))

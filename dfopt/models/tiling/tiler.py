@@ -3,6 +3,7 @@
 Each op becomes one kernel whose loops run over *tiles*; a token of a stream is one tile. Per op:
 
 * **tile sizes** — every dimension of size S is tiled by its largest divisor that is at most
+  the op's tile size: ``tile_sizes[op name]``, else ``tile_sizes[op kind]``, else
   ``default_tile_size`` (batch dimensions of a matmul by 1; the normalised axis of softmax and
   the norms is kept whole, since a row must be complete before it can be normalised);
 * **loop order** — the tile loops keep the parallel loops outside and the reduction loops inside,
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -220,9 +222,12 @@ def _vector(lanes: int, tile_elems: int) -> int:
     return 1 << (max(v, 1).bit_length() - 1)
 
 
-def tile_graph(graph: OpGraph, default_tile_size: int = 64, overall_unroll_size: int = 1024) -> DataflowGraph:
-    """The dataflow graph of ``graph`` (an :class:`~dfopt.ir.opgraph.OpGraph`), tiled and costed."""
-    plans = [PLANNERS[op.op](op, graph, default_tile_size) for op in graph.ops]
+def tile_graph(graph: OpGraph, default_tile_size: int = 64, overall_unroll_size: int = 1024,
+               tile_sizes: Mapping[str, int] | None = None) -> DataflowGraph:
+    """The dataflow graph of ``graph`` (an :class:`~dfopt.ir.opgraph.OpGraph`), tiled and costed;
+    ``tile_sizes`` overrides ``default_tile_size`` per op name or op kind (the name wins)."""
+    sizes = dict(tile_sizes or {})
+    plans = [PLANNERS[op.op](op, graph, sizes.get(op.name, sizes.get(op.op, default_tile_size))) for op in graph.ops]
     unroll(plans, graph, overall_unroll_size)
     kernels, streams = [], []
     producer = {p.output: (p.name, p.port_type(p.output)) for p in plans}
