@@ -10,20 +10,27 @@ For each kernel of ``instances/schedule`` five variants are compiled and timed:
 
 Method
 ------
+The solve, check and timing of every variant are :class:`dfopt.explore.runtime.RuntimeMeasure`'s (its
+docstring has the details); this script chooses the variants, the dataset and the run limits, and writes
+the records and the summary.
+
 * Correctness first: every variant is compiled with ``-O2 -ffp-contract=off -fopenmp`` in ``check``
   mode at the ``mini`` dataset, run with 2 threads, and its output (the raw bytes of every array) must
   equal the original's exactly. Because mini extents (20..30) are smaller than a 32 tile, the same is
   done at ``small`` (60..80: several and partial tiles) as an extra check. A mismatch is an error in
-  the record and the variant is never timed. In ``time`` mode the program also prints a checksum of
-  all arrays; it is compared with the original's (``checksum_ok``): without ``-ffast-math`` and
-  without FMA (no ``-march=native``) gcc keeps the floating-point operation order, so a legal schedule
-  gives the same checksum bit for bit.
+  the record (named by its stage: ``solve``, ``check mini``, ``check small``, ``compile``, ``run``) and
+  the variant is never timed. In ``time`` mode the program also prints a checksum of all arrays; it is
+  compared with the original's (``checksum_ok``): without ``-ffast-math`` and without FMA (no
+  ``-march=native``) gcc keeps the floating-point operation order, so a legal schedule gives the same
+  checksum bit for bit.
 * Timing: ``gcc -O3 -fopenmp`` (no ``-march=native``), ``OMP_NUM_THREADS=2``, ``time`` mode at
   ``--dataset`` (default ``large``): the program times ``kernel_body()`` alone (``omp_get_wtime``),
   not initialisation. Runs are interleaved (round ``r`` runs every variant once) so slow drifts of
   the machine hit all variants alike; ``--repeat`` rounds (default 3), but a variant stops after a run
-  longer than ~20 s. min and median are kept; the tables use min. If the original takes more than
-  60 s at the large dataset, that kernel is measured at ``medium`` instead and marked.
+  longer than ~20 s. min and median are kept; the tables use min. Variants whose generated C is
+  identical share one measurement (the same ``code_sha1``, the same seconds). If the original takes
+  more than 60 s at the large dataset (its first run, the probe), that kernel is measured at
+  ``medium`` instead and marked.
 * ``--tune`` builds ``benchmarks/schedule_tuned.json``: per kernel, at the MEDIUM dataset, the candidates
   strategy in {pluto, isl, feautrier, tensor} x tiling in {none, 16, 32, 64} x wavefront in {false,
   true} (wavefront only when tiled), plus ``fusion: min`` with pluto / tiling 32; every candidate is
@@ -45,9 +52,11 @@ Caveats
 Usage::
 
     python benchmarks/schedule_runtime.py [--dataset large] [--kernels gemm,lu] [--tune] [--repeat 3]
+                                          [--out DIR] [--tuned FILE]
 
-``--tune`` writes the tuning file and stops (run again without it to measure). Results go to
-``benchmarks/results/schedule-runtime/``: ``records.jsonl`` (one record per kernel x variant; records of
+``--tune`` writes the tuning file (``--tuned``, default ``benchmarks/schedule_tuned.json``) and stops (run
+again without it to measure, which reads that file). Results go to ``--out`` (default
+``benchmarks/results/schedule-runtime/``): ``records.jsonl`` (one record per kernel x variant; records of
 kernels not measured in this run are kept) and ``summary.md`` (made from all records).
 """
 
@@ -55,20 +64,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import json
 import math
-import os
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from dfopt.api import solve_instance
-from dfopt.codegen.poly import CompileError, RunError, compile_c, find_compiler, program_c, run
-from dfopt.errors import DfoptError
+from dfopt.codegen.poly import find_compiler
+from dfopt.explore.runtime import CHECK_DATASETS, CHECK_FLAGS, TIME_FLAGS, Measurement, RuntimeMeasure
 from dfopt.instance import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,13 +81,11 @@ OUT = ROOT / "benchmarks" / "results" / "schedule-runtime"
 TUNED = ROOT / "benchmarks" / "schedule_tuned.json"
 
 THREADS = 2
-TIME_FLAGS = ("-O3",)                       # + -fopenmp (compile_c openmp=True)
-CHECK_FLAGS = ("-O2", "-ffp-contract=off")  # + -fopenmp
-CHECK_DATASETS = ("mini", "small")
 LONG_RUN_S = 20.0        # a variant stops repeating after a run longer than this
 SLOW_ORIGINAL_S = 60.0   # original slower than this at --dataset: measure the kernel at medium
 TUNE_DATASET = "medium"
 TUNE_REPEAT = 3
+TUNE_TIMEOUT_S = 300.0   # per run while tuning
 
 FIXED_VARIANTS = {
     "original": None,
@@ -99,7 +101,7 @@ def tune_candidates() -> list[dict]:
     for strategy in ("pluto", "isl", "feautrier", "tensor"):
         for tiling in (None, 16, 32, 64):
             for wavefront in ((False,) if tiling is None else (False, True)):
-                opts = {"strategy": strategy}
+                opts: dict = {"strategy": strategy}
                 if tiling is not None:
                     opts["tiling"] = tiling
                 if wavefront:
@@ -128,167 +130,42 @@ def all_kernels() -> list[str]:
     return sorted(p.stem for p in INSTANCES.glob("*.json"))
 
 
-class Variant:
-    """One schedule of one kernel: its options, maps, kernel C text, and what happened to it."""
-
-    def __init__(self, name: str, options: dict | None):
-        self.name, self.options = name, options
-        self.map = self.tiled_map = self.code = None
-        self.schedule_text = None
-        self.solve_s = None
-        self.error = None
-        self.checks = {}
-        self.seconds = []
-        self.checksum = None
-        self.done = False
-        self.binary = None
-
-    @property
-    def key(self) -> str:
-        """A hash of the generated C kernel (identical kernels share measurements when tuning)."""
-        text = self.code if self.code is not None else "original:" + str(self.schedule_text)
-        return hashlib.sha1(text.encode()).hexdigest()[:12]
-
-    def make(self, inst) -> Variant:
-        if self.options is None:
-            self.schedule_text = self.map = inst.program.schedule
-            return self
-        t = time.perf_counter()
-        try:
-            sol = solve_instance(inst, **self.options)
-        except DfoptError as err:
-            self.error = f"schedule failed: {type(err).__name__}: {str(err)[:300]}"
-            return self
-        finally:
-            self.solve_s = time.perf_counter() - t
-        if not sol.ok:
-            bad = [c for c in sol.checks if not getattr(c, "ok", True)]
-            self.error = f"schedule checks failed: {str(bad)[:300]}"
-            return self
-        sec = sol.sections["schedule"]
-        self.map, self.tiled_map, self.code = sec["map"], sec.get("tiled_map"), sec["code"]
-        self.schedule_text = sec.get("tiled_map", sec["map"])
-        return self
-
-    def source(self, program, dataset: str, mode: str) -> str:
-        return program_c(program, self.schedule_text, dataset, mode=mode, kernel=self.code)
-
-
-def run_timed(binary, timeout: float) -> tuple[float, str]:
-    """(kernel seconds, checksum text) of a ``time``-mode binary, OMP_NUM_THREADS=2.
-
-    Like :func:`dfopt.codegen.poly.run` but also keeps stderr, where the program prints its checksum.
-    """
-    env = dict(os.environ, OMP_NUM_THREADS=str(THREADS))
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it."""
     try:
-        res = subprocess.run([str(binary)], capture_output=True, env=env, timeout=timeout)
-    except subprocess.TimeoutExpired as err:
-        raise RunError(f"{binary} timed out after {timeout:.0f} s") from err
-    if res.returncode != 0:
-        raise RunError(f"{binary} failed with exit code {res.returncode}", res.stderr.decode(errors="replace"),
-                       res.returncode)
-    checksum = res.stderr.decode(errors="replace").strip().rsplit(" ", 1)[-1]
-    return float(res.stdout.decode().split()[0]), checksum
-
-
-def check_variants(program, variants: list[Variant], workdir: Path) -> None:
-    """Compare every variant's ``check`` output with the original's (variants[0]) at mini and small."""
-    reference = {}
-    seen = {}
-    for v in variants:
-        if v.error:
-            continue
-        if v.key in seen:
-            v.checks = dict(seen[v.key].checks)
-            if seen[v.key].error:
-                v.error = seen[v.key].error
-            continue
-        seen[v.key] = v
-        for ds in CHECK_DATASETS:
-            if ds not in program.sizes:
-                continue
-            try:
-                binary = compile_c(v.source(program, ds, "check"), workdir, flags=CHECK_FLAGS, openmp=True,
-                                   timeout=300)
-                out = run(binary, threads=THREADS, timeout=300)
-            except (CompileError, RunError) as err:
-                v.checks[ds] = False
-                v.error = f"check at {ds}: {type(err).__name__}: {str(err)[:300]}"
-                break
-            if v.options is None:
-                reference[ds] = out
-            ok = out == reference.get(ds)
-            v.checks[ds] = ok
-            if not ok:
-                v.error = f"check at {ds}: output differs from the original's ({len(out)} vs " \
-                          f"{len(reference.get(ds) or b'')} bytes)"
-                break
-
-
-def compile_time(program, variants: list[Variant], dataset: str, workdir: Path) -> None:
-    for v in variants:
-        if v.error:
-            continue
-        try:
-            v.binary = compile_c(v.source(program, dataset, "time"), workdir, flags=TIME_FLAGS, openmp=True,
-                                 timeout=600)
-        except CompileError as err:
-            v.error = f"compile ({dataset}): {str(err)[:300]}"
-
-
-def measure(variants: list[Variant], repeat: int, timeout, log=print) -> None:
-    """Interleaved rounds: each round runs every variant that is not done once."""
-    for _ in range(repeat):
-        for v in variants:
-            if v.error or v.done or v.binary is None:
-                continue
-            try:
-                sec, checksum = run_timed(v.binary, timeout(v))
-            except RunError as err:
-                v.error = f"run: {str(err)[:300]}"
-                continue
-            v.seconds.append(sec)
-            v.checksum = checksum
-            log(f"    {v.name:<10} {sec:10.4f} s")
-            if len(v.seconds) >= repeat or sec > LONG_RUN_S:
-                v.done = True
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 # ---------------------------------------------------------------------------------------------- tuning
 
-def tune_kernel(name: str, workdir: Path) -> dict:
+def tune_kernel(name: str) -> dict:
     inst = load(INSTANCES / f"{name}.json")
-    program = inst.program
     t0 = time.perf_counter()
-    variants = [Variant("original", None).make(inst)]
-    for i, opts in enumerate(tune_candidates()):
-        variants.append(Variant(f"c{i}", opts).make(inst))
-    check_variants(program, variants, workdir)
-    # identical kernels share one binary and one measurement
-    first = {}
-    for v in variants:
-        if not v.error and v.key not in first:
-            first[v.key] = v
-    distinct = list(first.values())
-    compile_time(program, distinct, TUNE_DATASET, workdir)
-    measure(distinct, TUNE_REPEAT, lambda v: 300.0, log=lambda s: None)
+    options = tune_candidates()
+    with RuntimeMeasure(inst, TUNE_DATASET, TUNE_REPEAT, threads=THREADS, max_run_s=LONG_RUN_S,
+                        timeout_s=TUNE_TIMEOUT_S) as rt:
+        orig, *results = rt.measure_all([None, *options])
+    first: dict = {}           # code hash -> the first candidate (options) with that code that passed the checks
+    for opts, m in zip(options, results):
+        if m.checked and m.code_hash not in first:
+            first[m.code_hash] = opts
     candidates = []
-    for v in variants[1:]:
-        owner = first.get(v.key) if not v.error else None
-        rec = {"options": v.options, "solve_s": round(v.solve_s or 0.0, 3)}
-        if owner is not None and owner is not v:
-            rec["same_code_as"] = owner.options
-        err = v.error or (owner.error if owner is not None else None)
-        if err:
-            rec["error"] = err
+    for opts, m in zip(options, results):
+        rec: dict = {"options": opts, "solve_s": round(m.solve_s or 0.0, 3)}
+        owner = first.get(m.code_hash) if m.checked else None
+        if owner is not None and owner is not opts:
+            rec["same_code_as"] = owner
+        if m.error:
+            rec["error"] = m.error
         else:
-            rec["seconds"] = owner.seconds
-            rec["min"] = min(owner.seconds)
+            rec["seconds"] = list(m.seconds)
+            rec["min"] = m.min
         candidates.append(rec)
-    valid = [c for c in candidates if "min" in c]
-    orig = variants[0]
-    entry = {"dataset": TUNE_DATASET, "original_min": min(orig.seconds) if orig.seconds else None,
-             "original_error": orig.error, "distinct_codes": len(distinct) - 1, "candidates": candidates,
+    valid = [c for c in candidates if c.get("min") is not None]
+    entry = {"dataset": TUNE_DATASET, "original_min": orig.min, "original_error": orig.error,
+             "distinct_codes": len(first), "candidates": candidates,
              "tune_time_s": round(time.perf_counter() - t0, 1)}
     if valid:
         best = min(valid, key=lambda c: c["min"])    # first fastest: ties keep the earlier (simpler) one
@@ -300,8 +177,8 @@ def tune_kernel(name: str, workdir: Path) -> dict:
     return entry
 
 
-def tune(kernels: list[str]) -> None:
-    data = json.loads(TUNED.read_text()) if TUNED.exists() else {}
+def tune(kernels: list[str], tuned_path: Path) -> None:
+    data = json.loads(tuned_path.read_text()) if tuned_path.exists() else {}
     data["method"] = (f"per kernel, at the {TUNE_DATASET.upper()} dataset: every candidate is checked (bytes equal "
                       f"to the original's at {'/'.join(CHECK_DATASETS)}, gcc {' '.join(CHECK_FLAGS)} -fopenmp), "
                       f"compiled with gcc {' '.join(TIME_FLAGS)} -fopenmp, run {TUNE_REPEAT} times with "
@@ -310,76 +187,71 @@ def tune(kernels: list[str]) -> None:
     data["compiler"] = compiler_version()
     data["date"] = datetime.datetime.now().isoformat(timespec="seconds")
     data.setdefault("kernels", {})
-    with tempfile.TemporaryDirectory(prefix="dfopt-tune-") as tmp:
-        for name in kernels:
-            print(f"tuning {name} at {TUNE_DATASET} ...", flush=True)
-            entry = tune_kernel(name, Path(tmp))
-            data["kernels"][name] = entry
-            ok = sum("min" in c for c in entry["candidates"])
-            print(f"  {ok}/{len(entry['candidates'])} candidates ok ({entry['distinct_codes']} distinct codes), "
-                  f"original {fmt_s(entry['original_min'])}, chosen {describe(entry['options'])} "
-                  f"{fmt_s(entry.get('min'))} [{entry['tune_time_s']} s]", flush=True)
-            TUNED.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {TUNED.relative_to(ROOT)} (tuned at {TUNE_DATASET.upper()}; the measurement runs at LARGE, so "
+    tuned_path.parent.mkdir(parents=True, exist_ok=True)
+    for name in kernels:
+        print(f"tuning {name} at {TUNE_DATASET} ...", flush=True)
+        entry = tune_kernel(name)
+        data["kernels"][name] = entry
+        ok = sum("min" in c for c in entry["candidates"])
+        print(f"  {ok}/{len(entry['candidates'])} candidates ok ({entry['distinct_codes']} distinct codes), "
+              f"original {fmt_s(entry['original_min'])}, chosen {describe(entry['options'])} "
+              f"{fmt_s(entry.get('min'))} [{entry['tune_time_s']} s]", flush=True)
+        tuned_path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {shown(tuned_path)} (tuned at {TUNE_DATASET.upper()}; the measurement runs at LARGE, so "
           f"the choice is not validated on the data it is reported on)")
 
 
 # ---------------------------------------------------------------------------------------------- measurement
 
-def measure_kernel(name: str, dataset: str, repeat: int, tuned: dict, workdir: Path, meta: dict) -> list[dict]:
-    inst = load(INSTANCES / f"{name}.json")
-    program = inst.program
-    variants = [Variant(v, o).make(inst) for v, o in FIXED_VARIANTS.items()]
-    tuned_opts = (tuned.get(name) or {}).get("options")
-    tv = Variant("tuned", tuned_opts)
-    if tuned_opts is None:
-        tv.error = "no tuned configuration (run --tune)"
-    else:
-        tv.make(inst)
-    variants.append(tv)
-    check_variants(program, variants, workdir)
-    orig = variants[0]
+def open_measure(inst, name: str, dataset: str, repeat: int) -> tuple[RuntimeMeasure, str | None, float | None]:
+    """The measure at ``dataset``, or at medium when the original's first run (the probe) there takes
+    more than SLOW_ORIGINAL_S; with the dataset note and the probe's seconds."""
+    rt = RuntimeMeasure(inst, dataset, repeat, threads=THREADS, max_run_s=LONG_RUN_S)
+    first = rt.probe(3 * SLOW_ORIGINAL_S)
     note = None
-    used = dataset
-    compile_time(program, [orig], used, workdir)
-    if orig.binary is not None:
-        try:       # probe: is the original too slow at this dataset?
-            sec, checksum = run_timed(orig.binary, 3 * SLOW_ORIGINAL_S)
-        except RunError:
-            sec, checksum = math.inf, None
-        if sec > SLOW_ORIGINAL_S and dataset != "medium":
-            note = f"original {'>' + fmt_s(3 * SLOW_ORIGINAL_S) if sec == math.inf else fmt_s(sec)} at {dataset}"
-            used = "medium"
-            print(f"  {note}: measuring {name} at medium", flush=True)
-            orig.binary = None
-            compile_time(program, [orig], used, workdir)
-        else:
-            orig.seconds.append(sec)
-            orig.checksum = checksum
-            print(f"    {'original':<10} {sec:10.4f} s (probe)", flush=True)
-            if sec > LONG_RUN_S or repeat == 1:
-                orig.done = True
-    compile_time(program, variants[1:], used, workdir)
+    if first is not None and first > SLOW_ORIGINAL_S and dataset != "medium":
+        note = f"original {'>' + fmt_s(3 * SLOW_ORIGINAL_S) if first == math.inf else fmt_s(first)} at {dataset}"
+        print(f"  {note}: measuring {name} at medium", flush=True)
+        rt.close()
+        rt = RuntimeMeasure(inst, "medium", repeat, threads=THREADS, max_run_s=LONG_RUN_S)
+        first = rt.probe(3 * SLOW_ORIGINAL_S)
+    if first is not None and math.isfinite(first):
+        print(f"    {'original':<10} {first:10.4f} s (probe)", flush=True)
+    return rt, note, first
 
-    def timeout(v):
-        base = min(orig.seconds) if orig.seconds else SLOW_ORIGINAL_S
-        return min(max(120.0, 5 * base), 900.0)
 
-    measure(variants, repeat, timeout, log=lambda s: print(s, flush=True))
-    records = []
-    for v in variants:
-        rec = {"kernel": name, "variant": v.name, "options": v.options, "dataset": used,
-               "sizes": program.sizes[used], "dataset_note": note, "threads": THREADS,
-               "flags": " ".join(TIME_FLAGS) + " -fopenmp", "seconds": v.seconds,
-               "min": min(v.seconds) if v.seconds else None,
-               "median": statistics.median(v.seconds) if v.seconds else None,
-               "check": v.checks, "check_ok": bool(v.checks) and all(v.checks.values()),
-               "checksum": v.checksum,
-               "checksum_ok": (v.checksum == orig.checksum) if v.checksum and orig.checksum else None,
-               "schedule": v.map, "tiled_schedule": v.tiled_map, "code_sha1": v.key,
-               "solve_s": round(v.solve_s, 3) if v.solve_s is not None else None,
-               "error": v.error, **meta}
-        records.append(rec)
+def record(kernel: str, variant: str, options: dict | None, m: Measurement, orig: Measurement, sizes: dict,
+           note: str | None, meta: dict) -> dict:
+    return {"kernel": kernel, "variant": variant, "options": options, "dataset": m.dataset,
+            "sizes": sizes, "dataset_note": note, "threads": THREADS,
+            "flags": " ".join(TIME_FLAGS) + " -fopenmp", "seconds": list(m.seconds),
+            "min": m.min, "median": m.median, "check": dict(m.checks), "check_ok": m.checked,
+            "checksum": m.checksum,
+            "checksum_ok": (m.checksum == orig.checksum) if m.checksum and orig.checksum else None,
+            "schedule": m.schedule, "tiled_schedule": m.tiled_schedule, "code_sha1": m.code_hash,
+            "solve_s": round(m.solve_s, 3) if m.solve_s is not None else None,
+            "error": m.error, **meta}
+
+
+def measure_kernel(name: str, dataset: str, repeat: int, tuned: dict, meta: dict) -> list[dict]:
+    inst = load(INSTANCES / f"{name}.json")
+    variants = dict(FIXED_VARIANTS)
+    tuned_opts = (tuned.get(name) or {}).get("options")
+    if tuned_opts is not None:
+        variants["tuned"] = tuned_opts
+    names = list(variants)
+    rt, note, first = open_measure(inst, name, dataset, repeat)
+    with rt:
+        base = first if first is not None and math.isfinite(first) else SLOW_ORIGINAL_S
+        results = rt.measure_all(list(variants.values()), timeout_s=min(max(120.0, 5 * base), 900.0),
+                                 on_run=lambda at, sec: print(f"    {'='.join(names[i] for i in at):<10} "
+                                                              f"{sec:10.4f} s", flush=True))
+    sizes = rt.program.sizes[rt.dataset]
+    orig = results[0]
+    records = [record(name, v, variants[v], m, orig, sizes, note, meta) for v, m in zip(names, results)]
+    if tuned_opts is None:
+        missing = Measurement(rt.dataset, error="no tuned configuration (run --tune)")
+        records.append(record(name, "tuned", None, missing, orig, sizes, note, meta))
     return records
 
 
@@ -489,8 +361,8 @@ def summary(records: list[dict], tuned: dict, wall_s: float | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_records() -> list[dict]:
-    path = OUT / "records.jsonl"
+def read_records(out: Path) -> list[dict]:
+    path = out / "records.jsonl"
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -500,8 +372,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="large", choices=("mini", "small", "medium", "large"))
     ap.add_argument("--kernels", default="", help="comma-separated kernel names (default: all)")
-    ap.add_argument("--tune", action="store_true", help="build benchmarks/schedule_tuned.json at MEDIUM and stop")
+    ap.add_argument("--tune", action="store_true", help="build the tuning file (--tuned) at MEDIUM and stop")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=OUT, metavar="DIR",
+                    help=f"folder of records.jsonl and summary.md (default {shown(OUT)})")
+    ap.add_argument("--tuned", type=Path, default=TUNED, metavar="FILE",
+                    help=f"the tuning file --tune writes and a measurement reads (default {shown(TUNED)})")
     args = ap.parse_args(argv)
     names = all_kernels()
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()] or names
@@ -510,33 +386,32 @@ def main(argv=None) -> int:
         ap.error(f"unknown kernels {unknown}; known: {names}")
     t0 = time.perf_counter()
     if args.tune:
-        tune(kernels)
+        tune(kernels, args.tuned)
         print(f"total {time.perf_counter() - t0:.0f} s")
         return 0
-    tuned = json.loads(TUNED.read_text()).get("kernels", {}) if TUNED.exists() else {}
+    out: Path = args.out
+    tuned = json.loads(args.tuned.read_text()).get("kernels", {}) if args.tuned.exists() else {}
     meta = {"compiler": compiler_version(), "date": datetime.datetime.now().isoformat(timespec="seconds")}
-    OUT.mkdir(parents=True, exist_ok=True)
-    old = [r for r in read_records() if r["kernel"] not in kernels]
-    new = []
-    with tempfile.TemporaryDirectory(prefix="dfopt-runtime-") as tmp:
-        for name in kernels:
-            print(f"{name} ({args.dataset}) ...", flush=True)
-            t = time.perf_counter()
-            recs = measure_kernel(name, args.dataset, max(1, args.repeat), tuned, Path(tmp), meta)
-            for r in recs:
-                if r["error"]:
-                    print(f"  ERROR {r['variant']}: {r['error']}", flush=True)
-            new += recs
-            (OUT / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old + new))
-            print(f"  [{time.perf_counter() - t:.0f} s]", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    old = [r for r in read_records(out) if r["kernel"] not in kernels]
+    new: list[dict] = []
+    for name in kernels:
+        print(f"{name} ({args.dataset}) ...", flush=True)
+        t = time.perf_counter()
+        recs = measure_kernel(name, args.dataset, max(1, args.repeat), tuned, meta)
+        for r in recs:
+            if r["error"]:
+                print(f"  ERROR {r['variant']}: {r['error']}", flush=True)
+        new += recs
+        (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old + new))
+        print(f"  [{time.perf_counter() - t:.0f} s]", flush=True)
     wall = time.perf_counter() - t0
     records = sorted(old + new, key=lambda r: (r["kernel"], VARIANT_ORDER.index(r["variant"])))
-    (OUT / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     text = summary(records, tuned, wall if not old else None)
-    (OUT / "summary.md").write_text(text)
+    (out / "summary.md").write_text(text)
     print(text)
-    print(f"total {wall:.0f} s; wrote {(OUT / 'records.jsonl').relative_to(ROOT)} and "
-          f"{(OUT / 'summary.md').relative_to(ROOT)}")
+    print(f"total {wall:.0f} s; wrote {shown(out / 'records.jsonl')} and {shown(out / 'summary.md')}")
     return 0
 
 
