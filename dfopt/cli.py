@@ -142,6 +142,38 @@ def build_parser(problems: dict | None = None) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--only", default=None, help="run only the runs whose id contains this text")
 
+    p = sub.add_parser("explore", help="search a design space with Optuna (pipeline knobs, schedule "
+                                       "configurations; docs/explore.md)")
+    p.add_argument("instance", nargs="?", help="the instance (not with --join)")
+    p.add_argument("-o", "--output", metavar="DIR", help="output folder: study journal, trials.csv, best.sol.json, "
+                                                          "plots (default explore-out/<instance name>)")
+    p.add_argument("--trials", type=_number(int), default=50, metavar="N",
+                   help="trials the study holds when done (a resumed study runs the missing ones; default 50)")
+    p.add_argument("--timeout", type=_number(float), default=None, metavar="S", help="stop after S seconds")
+    p.add_argument("--seed", type=_number(int), default=0, metavar="N",
+                   help="sampler seed (one worker: the same trials again)")
+    p.add_argument("--storage", metavar="URL", help="a journal file, or an SQLAlchemy URL such as "
+                                                    "postgresql+psycopg2://user@host/db (default DIR/study.journal)")
+    p.add_argument("--workers", type=_number(int), default=1, metavar="N", help="worker processes on this machine")
+    p.add_argument("--study", metavar="NAME", help="the study's name (default: the instance's name and a hash)")
+    p.add_argument("--join", metavar="STUDY", help="join an existing study of --storage as one more worker")
+    p.add_argument("--heartbeat", type=_number(int), default=10, metavar="S",
+                   help="relational storages: seconds between a worker's signs of life (a trial silent for 3 is "
+                        "failed and run again)")
+    p.add_argument("--space", type=_json_arg, metavar="JSON", help="the search space, over options.explore.space")
+    p.add_argument("--objectives", metavar="A,B", help="objectives to minimise (pipeline: latency, utilization, "
+                                                       "lut, dsp, bram, fifo_bits, ...; schedule: runtime)")
+    p.add_argument("--sampler", choices=("auto", "tpe", "nsga2", "random"), default=None)
+    p.add_argument("--trial-time-limit", type=_number(float), default=None, metavar="S",
+                   help="seconds each trial's solve may spend (default 60)")
+    p.add_argument("--no-prune", action="store_true", help="run every trial to the end")
+    p.add_argument("--dataset", choices=("mini", "small", "medium", "large", "extralarge"), default=None,
+                   help="schedule: the dataset the generated C is timed at (default small)")
+    p.add_argument("--repeats", type=_number(int), default=None, metavar="N", help="schedule: timed runs per trial")
+    p.add_argument("--emit-dir", metavar="DIR", help="write the best design's code")
+    p.add_argument("--force", action="store_true", help="--emit-dir: replace an existing non-empty folder")
+    p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
+
     p = sub.add_parser("trace", help="attach the per-token schedules of a recorded run (cosim, LightningSim) to "
                                      "an instance's streams")
     p.add_argument("instance")
@@ -345,6 +377,54 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_explore(args: argparse.Namespace) -> int:
+    import os
+
+    from dfopt.explore import explore
+    from dfopt.explore.report import summary_text
+    from dfopt.io import check_output_dir
+    from dfopt.progress import make_reporter, reporting
+
+    if args.join:
+        return _join(args)
+    if not args.instance:
+        raise InstanceError("give an instance, or --join STUDY with --storage", pointer="--join")
+    from dfopt.instance import load
+
+    instance = load(args.instance)
+    out = args.output or os.path.join("explore-out", instance.name)
+    if args.emit_dir:
+        check_output_dir(args.emit_dir, "--emit-dir", force=args.force)
+    settings = {"space": args.space, "objectives": args.objectives, "sampler": args.sampler,
+                "trial_time_limit": args.trial_time_limit, "dataset": args.dataset, "repeats": args.repeats}
+    if args.no_prune:
+        settings["prune"] = False
+    with reporting(make_reporter(sys.stderr, quiet=args.quiet)), _writing("--output"):
+        result = explore(instance, trials=args.trials, timeout=args.timeout, seed=args.seed, storage=args.storage,
+                         workers=args.workers, out_dir=out, study=args.study, emit_dir=args.emit_dir,
+                         heartbeat=args.heartbeat,
+                         **{k: v for k, v in settings.items() if v is not None})
+    _out(summary_text(result.summary, result.config, out))
+    if args.emit_dir and result.best:
+        _out(f"  the best design's code written to {args.emit_dir}")
+    return EXIT_OK if result.best else EXIT_FAILED
+
+
+def _join(args: argparse.Namespace) -> int:
+    from dfopt.explore.worker import run
+
+    if args.instance:
+        raise InstanceError("--join takes the study from --storage; give no instance", pointer="--join")
+    if not args.storage:
+        raise InstanceError("--join needs the --storage the study lives in", pointer="--storage")
+    deadline = None if args.timeout is None else time.time() + args.timeout
+    study, config, stats = run(args.storage, args.join, args.trials, args.seed, 1, deadline, args.output,
+                               heartbeat=args.heartbeat)
+    _out(f"joined study {study.study_name}: ran {stats.trials} trials, stopped by the {stats.stopped}; the study "
+         f"holds {len(study.trials)}")
+    return EXIT_OK
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -396,7 +476,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"solve": cmd_solve, "check": cmd_check, "validate": cmd_validate, "bench": cmd_bench,
-            "trace": cmd_trace, "schema": cmd_schema, "plot": cmd_plot}
+            "explore": cmd_explore, "trace": cmd_trace, "schema": cmd_schema, "plot": cmd_plot}
 
 
 def _bad_input(err: InstanceError, args) -> None:

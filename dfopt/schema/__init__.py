@@ -77,6 +77,9 @@ def _from_registry(kind: str, schema: dict) -> None:
         for name in names:
             problem = registry.get_problem(name)
             props[name] = problem.options_schema()
+        from dfopt.explore.space import SCHEMA as explore_schema
+
+        props["explore"] = explore_schema
         schema["$defs"]["options"] = {"type": "object", "description": "options per problem name",
                                       "properties": props, "additionalProperties": False}
     else:
