@@ -95,6 +95,16 @@ def test_default_space_of_every_shipped_instance_is_valid(path):
     assert [p.name for p in config.params] == list(DEFAULT_SPACES[inst.problem])
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "instances" / "explore").glob("*.json")), ids=lambda p: p.stem)
+def test_the_shipped_spaces_parse_and_hold_their_instance_defaults(path):
+    from dfopt.explore.study import default_params
+
+    inst = load(path)
+    config = parse(inst)
+    assert config.params and inst.options["explore"]["space"]
+    assert default_params(inst, config) is None or set(default_params(inst, config)) == {p.name for p in config.params}
+
+
 def test_the_instance_schema_takes_an_explore_section():
     inst = _ffn({"space": SMALL, "objectives": ["latency", "lut"], "sampler": "nsga2"})
     assert parse(inst).multi
@@ -311,11 +321,12 @@ def test_a_postgresql_worker_killed_mid_trial_goes_stale_and_is_run_again(tmp_pa
 
 # -- the command line -----------------------------------------------------------------------------
 
-def test_the_command_runs_a_study_and_reports(tmp_path, capsys):
-    code = main(["explore", str(FFN), "-o", str(tmp_path), "--trials", "3", "--quiet",
-                 "--space", json.dumps(SMALL), "--trial-time-limit", "20"])
+def test_the_command_runs_a_study_reports_and_emits_the_best(tmp_path, capsys):
+    code = main(["explore", str(FFN), "-o", str(tmp_path / "o"), "--trials", "3", "--quiet", "--emit-dir",
+                 str(tmp_path / "hls"), "--space", json.dumps(SMALL), "--trial-time-limit", "20"])
     out = capsys.readouterr().out
     assert code == 0 and "3 trials" in out and "best trial" in out and "default options (trial 0)" in out
+    assert (tmp_path / "hls" / "Makefile").is_file() and "code written to" in out
 
 
 @pytest.mark.parametrize("argv, text", [
@@ -329,6 +340,30 @@ def test_the_command_runs_a_study_and_reports(tmp_path, capsys):
 def test_bad_command_lines_exit_2_naming_the_flag(argv, text, capsys, tmp_path):
     code = main(argv + ["-o", str(tmp_path / "o")])
     assert code == 2 and text in capsys.readouterr().err
+
+
+def test_progress_shows_the_trial_count_and_the_best(tmp_path):
+    from dfopt.progress import RecordingReporter, reporting
+
+    rec = RecordingReporter()
+    with reporting(rec):
+        explore(_ffn(), trials=2, out_dir=tmp_path, space=SMALL, trial_time_limit=20)
+    details = [e.detail for e in rec.events if e.kind == "update"]
+    assert any("trial 2/2" in (d or "") for d in details) and rec.incumbents()
+
+
+def test_a_database_that_cannot_be_reached_is_named(tmp_path, capsys):
+    code = main(["explore", str(FFN), "-o", str(tmp_path), "--storage", "postgresql+psycopg2://u:secret@127.0.0.1:1/x",
+                 "--trials", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--storage: cannot open the storage postgresql+psycopg2://u:***@127.0.0.1:1/x" in err
+    assert "secret" not in err
+
+
+def test_an_sqlite_storage_holds_a_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    r = explore(_ffn(), trials=2, out_dir=tmp_path / "o", storage=url, space=SMALL, trial_time_limit=20)
+    assert len(r.study.trials) == 2 and (tmp_path / "study.db").is_file()
 
 
 def test_joining_a_missing_study_names_it(tmp_path, capsys):
