@@ -369,3 +369,11 @@ def test_an_sqlite_storage_holds_a_study(tmp_path):
 def test_joining_a_missing_study_names_it(tmp_path, capsys):
     code = main(["explore", "--join", "nope", "--storage", str(tmp_path / "s.journal")])
     assert code == 2 and "no study 'nope'" in capsys.readouterr().err
+
+
+def test_the_package_is_callable_from_dfopt(tmp_path):
+    import dfopt
+    import dfopt.explore.space  # noqa: F401  # a submodule imported first must not hide the call
+
+    r = dfopt.explore(str(FFN), trials=1, out_dir=tmp_path, space=SMALL, trial_time_limit=20)
+    assert r.summary["trials"] == 1 and callable(dfopt.explore)

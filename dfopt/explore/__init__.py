@@ -13,6 +13,9 @@ folder gets the trials table, the best design or the Pareto set, plots and a sum
 ...                      space={"default_tile_size": {"choices": [32, 64]}})
 >>> result.summary["trials"], result.summary["feasible"] >= 1
 (2, True)
+
+The package itself is callable, so ``import dfopt; dfopt.explore(instance, ...)`` is
+:func:`explore`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +38,16 @@ __all__ = ["explore", "ExploreResult"]
 
 MAX_WORKERS = 64
 MAX_TRIALS = 1_000_000
+
+
+class _CallableModule(types.ModuleType):
+    """``dfopt.explore(...)`` calls :func:`explore` (the package keeps its modules)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ExploreResult:
+        return explore(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 
 @dataclass
