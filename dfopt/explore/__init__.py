@@ -157,21 +157,32 @@ def _start_workers(storage: str, name: str, n: int, trials: int, deadline: float
                "--trials", str(trials), "--seed", str(seed), "--worker", str(k), "--heartbeat", str(heartbeat)]
         if deadline is not None:
             cmd += ["--deadline", repr(deadline)]
+        log = None
         if out_dir is not None:
             cmd += ["-o", str(out_dir)]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            log = Path(out_dir) / f"worker-{k}.log"           # a file, so a chatty worker never blocks on a pipe
+        with open(log or os.devnull, "w") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        proc.log = log  # type: ignore[attr-defined]
+        procs.append(proc)
     return procs
 
 
 def _wait(proc, deadline: float | None) -> None:
     left = None if deadline is None else max(5.0, deadline - time.time() + 60)
     try:
-        _, err = proc.communicate(timeout=left)
+        proc.wait(timeout=left)
     except subprocess.TimeoutExpired:
         proc.terminate()
         return
-    if proc.returncode not in (0, None) and err:
-        sys.stderr.write(f"dfopt explore: a worker ended with code {proc.returncode}: {err.strip().splitlines()[-1]}\n")
+    log = getattr(proc, "log", None)
+    if proc.returncode not in (0, None):
+        last = ""
+        if log is not None and log.is_file():
+            lines = log.read_text(errors="replace").strip().splitlines()
+            last = f": {lines[-1]}" if lines else ""
+        sys.stderr.write(f"dfopt explore: a worker ended with code {proc.returncode}{last}\n")
 
 
 def _emit_best(inst, config, evaluator, result: ExploreResult, emit_dir: str) -> None:
