@@ -163,12 +163,13 @@ def build_parser(problems: dict | None = None) -> argparse.ArgumentParser:
     p.add_argument("--space", type=_json_arg, metavar="JSON", help="the search space, over options.explore.space")
     p.add_argument("--objectives", metavar="A,B", help="objectives to minimise (pipeline: latency, utilization, "
                                                        "lut, dsp, bram, fifo_bits, ...; schedule: runtime)")
-    p.add_argument("--sampler", choices=("auto", "tpe", "nsga2", "random"), default=None)
+    p.add_argument("--sampler", choices=("auto", "tpe", "nsga2", "random"), default=None,
+                   help="auto (default): TPE for one objective, NSGA-II for several")
     p.add_argument("--trial-time-limit", type=_number(float), default=None, metavar="S",
                    help="seconds each trial's solve may spend (default 60)")
     p.add_argument("--no-prune", action="store_true", help="run every trial to the end")
     p.add_argument("--dataset", choices=("mini", "small", "medium", "large", "extralarge"), default=None,
-                   help="schedule: the dataset the generated C is timed at (default small)")
+                   help="schedule: the dataset the generated C is timed at (default medium)")
     p.add_argument("--repeats", type=_number(int), default=None, metavar="N", help="schedule: timed runs per trial")
     p.add_argument("--emit-dir", metavar="DIR", help="write the best design's code")
     p.add_argument("--force", action="store_true", help="--emit-dir: replace an existing non-empty folder")
