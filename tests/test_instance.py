@@ -240,7 +240,7 @@ def test_options_unknown_problem_and_closed_problems():
     data["options"] = {"fifoo": {}, "sparse": {"anything": 1}, "schedule": {"levels": []}}
     found = messages(data)
     assert found[0] == ("/options/fifoo: unknown field 'fifoo', did you mean 'fifo'? (expected one of: "
-                        "converter, fifo, fusion, mapping, memory, pipeline, placement, schedule)")
+                        "converter, explore, fifo, fusion, mapping, memory, pipeline, placement, schedule)")
     assert found[1].startswith("/options/schedule/levels: unknown field 'levels' (expected one of: auto_vectorize,")
     assert found[2].startswith("/options/sparse: unknown field 'sparse'")
 
