@@ -92,6 +92,8 @@ def _peek_problem(argv: list, command: str):
     for arg in argv[i + 1:]:
         if arg.startswith("-"):
             continue
+        if arg.endswith(".onnx"):                   # an ONNX model is imported as a pipeline instance
+            return get_problem("pipeline")
         try:
             with open(arg, encoding="utf-8") as fh:
                 name = json.load(fh).get("problem")
@@ -125,7 +127,13 @@ def build_parser(problems: dict | None = None) -> argparse.ArgumentParser:
     p.add_argument("--plot-streams", metavar="S1,S2", help="fifo: streams to draw (default: the deepest)")
     p.add_argument("--emit-dir", metavar="DIR", help="write the design's code (pipeline: HLS C++; mapping: MLIR-AIE)")
     p.add_argument("--force", action="store_true", help="--emit-dir: replace an existing non-empty folder")
+    _add_import_flags(p.add_argument_group("ONNX import (INSTANCE is a MODEL.onnx; docs/onnx.md)"))
     p.set_defaults(option_names=add_option_flags(p, problems["solve"]) if problems.get("solve") else [])
+
+    p = sub.add_parser("import", help="import an ONNX model as a pipeline instance (docs/onnx.md)")
+    p.add_argument("model", metavar="MODEL.onnx")
+    p.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="the instance (written atomically)")
+    _add_import_flags(p)
 
     p = sub.add_parser("check", help="re-run every checker on a solution file, with the instance's options "
                                      "and those given here", epilog=None if problems.get("check") else later)
@@ -195,6 +203,44 @@ def build_parser(problems: dict | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _add_import_flags(p) -> None:
+    """The flags of an ONNX import (``dfopt import``, ``dfopt solve MODEL.onnx``)."""
+    p.add_argument("--platform", default=None, help="the FPGA platform preset of the instance (default u280)")
+    p.add_argument("--batch", type=_number(int), default=None, metavar="N",
+                   help="the leading dimension of every input whose leading dimension is symbolic")
+    p.add_argument("--dtype", default=None, choices=("f32", "f16", "bf16", "f64"),
+                   help="import every float tensor as this dtype (float-to-float Casts dropped)")
+    p.add_argument("--input-shape", action="append", default=None, metavar="NAME=1x32",
+                   help="the shape of a graph input (repeat for several inputs)")
+    p.add_argument("--name", default=None, help="the instance's name (default: the model file's name)")
+
+
+_IMPORT_FLAGS = ("platform", "batch", "dtype", "input_shape", "name")
+
+
+def _onnx_instance(path: str, args) -> tuple[dict, tuple]:
+    from dfopt.frontend import input_shapes, onnx_instance
+
+    return onnx_instance(path, input_shapes=input_shapes(args.input_shape), batch=args.batch, dtype=args.dtype,
+                         platform=args.platform, name=args.name)
+
+
+def _load_instance(args):
+    """``args.instance``: an instance file, or an ONNX model imported with the import flags."""
+    from dfopt.instance import from_dict, load
+
+    if not args.instance.endswith(".onnx"):
+        given = [f for f in _IMPORT_FLAGS if getattr(args, f, None) is not None]
+        if given:
+            raise InstanceError(f"applies to an ONNX model (MODEL.onnx), not to {args.instance}",
+                                pointer="--" + given[0].replace("_", "-"))
+        return load(args.instance)
+    data, notes = _onnx_instance(args.instance, args)
+    for note in notes:
+        sys.stderr.write(f"dfopt: note: {note}\n")
+    return from_dict(data, source=args.instance)
+
+
 def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -256,7 +302,6 @@ def _problem(name):
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from dfopt import limits
-    from dfopt.instance import load
     from dfopt.io import write_json_atomic
     from dfopt.models import driver
     from dfopt.progress import make_reporter, phase, reporting
@@ -265,7 +310,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     limits.start_command(getattr(args, "started", None))
     with reporting(make_reporter(sys.stderr, quiet=args.quiet or args.json)):
         with phase(f"loading {args.instance}"):
-            instance = load(args.instance)
+            instance = _load_instance(args)
         problem = _problem(instance.problem)
         _hooks(problem, args)
         _check_outputs(args)
@@ -322,6 +367,22 @@ def _emit_line(problem: str, out_dir: str, written) -> str:
 
 def _split(text):
     return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from dfopt.instance import from_dict
+    from dfopt.io import check_output_file, write_json_atomic
+
+    check_output_file(args.output, "--output")
+    data, notes = _onnx_instance(args.model, args)
+    from_dict(data, source=args.model)           # what dfopt solve will load: the platform, the graph
+    with _writing("--output"):
+        write_json_atomic(args.output, data)
+    ops = data["operators"]["ops"]
+    _out(f"wrote {args.output}: pipeline instance {data['name']!r}, {len(ops)} ops on platform {data['platform']}")
+    for note in notes:
+        _out(f"  note: {note}")
+    return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -476,13 +537,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"solve": cmd_solve, "check": cmd_check, "validate": cmd_validate, "bench": cmd_bench,
+COMMANDS = {"solve": cmd_solve, "import": cmd_import, "check": cmd_check, "validate": cmd_validate, "bench": cmd_bench,
             "explore": cmd_explore, "trace": cmd_trace, "schema": cmd_schema, "plot": cmd_plot}
 
 
 def _bad_input(err: InstanceError, args) -> None:
     flags = all(p.pointer.startswith("--") for p in err.problems)
-    source = getattr(err, "source", None) or getattr(args, "instance", None)
+    source = getattr(err, "source", None) or getattr(args, "instance", None) or getattr(args, "model", None)
     if flags:
         sys.stderr.write("dfopt: bad command-line option:\n")
     else:

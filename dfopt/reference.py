@@ -13,7 +13,8 @@ Arithmetic per dtype (:data:`STORAGE` maps a dtype to the NumPy type its values 
   matmul.
 
 ``layernorm`` uses the biased variance (divide by N, as PyTorch); ``gelu`` is the tanh
-approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))); ``softmax`` subtracts the row maximum.
+approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), or with ``approximate: none`` the exact
+0.5x(1 + erf(x / sqrt 2)); ``softmax`` subtracts the row maximum.
 
 >>> from dfopt.ir.opgraph import OpGraph
 >>> g = OpGraph.from_dict({"tensors": {"x": {"shape": [2, 3], "dtype": "f32"}},
@@ -109,6 +110,10 @@ def _matmul(op: Op, a, b):
 
 def _gelu(op: Op, x):
     t = x.dtype.type
+    if op.attrs.get("approximate", "tanh") == "none":
+        from scipy.special import erf
+
+        return (t(0.5) * x * (t(1) + erf(x * t(1 / math.sqrt(2))))).astype(x.dtype)
     inner = t(math.sqrt(2 / math.pi)) * (x + t(0.044715) * x * x * x)
     return t(0.5) * x * (t(1) + np.tanh(inner))
 

@@ -14,7 +14,9 @@ Op kinds (:data:`SIGNATURES` lists the inputs and attributes with their defaults
   the output is ``scale`` * A @ B, [..., M, N].
 - ``add``, ``mul`` [x, y]: y has x's shape, or is a vector of x's last dimension (a broadcast
   bias or scale); the output has x's shape.
-- ``gelu`` (tanh approximation), ``silu``, ``relu``, ``softmax`` (last axis) [x].
+- ``gelu`` [x] with ``approximate``: ``tanh`` (the default, ``0.5 x (1 + tanh(sqrt(2/pi) (x +
+  0.044715 x^3)))``) or ``none`` (the exact ``0.5 x (1 + erf(x / sqrt 2))``, PyTorch's default);
+  ``silu``, ``relu``, ``softmax`` (last axis) [x].
 - ``layernorm`` [x, gamma, beta] and ``rmsnorm`` [x, gamma] over the last axis, with ``eps``.
 - ``transpose`` [x] with ``perm``; ``reshape`` [x] with ``shape`` (same element count, no -1).
 
@@ -79,7 +81,7 @@ SIGNATURES = {
     "matmul": Signature(("A", "B"), {"transpose_a": False, "transpose_b": False, "scale": 1}),
     "add": Signature(("x", "y"), {}),
     "mul": Signature(("x", "y"), {}),
-    "gelu": Signature(("x",), {}, True, 8),       # cube, 3 mul-adds, tanh, scale
+    "gelu": Signature(("x",), {"approximate": "tanh"}, True, 8),   # cube, 3 mul-adds, tanh (or erf), scale
     "silu": Signature(("x",), {}, True, 4),       # exp, add, divide, multiply
     "relu": Signature(("x",), {}),
     "softmax": Signature(("x",), {}, True, 5),    # max, subtract, exp, sum, divide
@@ -607,8 +609,15 @@ def _check_shape(value) -> str | None:
     return None
 
 
+def _check_approximate(value) -> str | None:
+    return None if value in GELU_FORMS else f"expected one of {', '.join(GELU_FORMS)}, got {found(value)}"
+
+
+#: gelu's forms: ``tanh`` (the approximation) and ``none`` (exact, with erf).
+GELU_FORMS = ("tanh", "none")
 _ATTR_CHECKS = {"transpose_a": _check_bool, "transpose_b": _check_bool, "scale": _check_number,
-                "eps": lambda v: _check_number(v, positive=True), "perm": _check_perm, "shape": _check_shape}
+                "eps": lambda v: _check_number(v, positive=True), "perm": _check_perm, "shape": _check_shape,
+                "approximate": _check_approximate}
 _ATTR_HELP = {"perm": "the permutation of the input's axes, e.g. [1, 0, 2]",
               "shape": "the output shape, with the input's element count"}
 

@@ -306,6 +306,14 @@ _UNARY = {
     "gelu": f"T(0.5) * v * (T(1) + std::tanh(T({_fmt(math.sqrt(2 / math.pi))}) * "
             "(v + T(0.044715) * v * v * v)))",
 }
+#: The exact GELU (``approximate: none``), with erf.
+GELU_ERF = f"T(0.5) * v * (T(1) + std::erf(v * T({_fmt(1 / math.sqrt(2))})))"
+
+
+def _unary(op: Op) -> str:
+    if op.op == "gelu" and op.attrs.get("approximate", "tanh") == "none":
+        return GELU_ERF
+    return _UNARY[op.op]
 
 
 def elementwise(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
@@ -321,7 +329,7 @@ def elementwise(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Por
         decls += declare(ctype, f"x{i}", (p.itype.element_count,), [max(u, p.lanes)])
     decls += declare(ctype, "y", (n,), [max(u, outs[0].lanes)])
     if op.op in _UNARY:
-        compute = ["const T v = x0[e];", f"y[e] = {_UNARY[op.op]};"]
+        compute = ["const T v = x0[e];", f"y[e] = {_unary(op)};"]
     else:
         other = "x0" if len(ins) == 1 else "x1"   # add(x, x): one stream serves both operands
         at = "e" if period is None else f"e % {ny}"
