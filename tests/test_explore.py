@@ -26,6 +26,8 @@ from pgserver import postgres_url as postgres_url  # a fixture: `as` tells ruff 
 ROOT = Path(__file__).resolve().parents[1]
 FFN = ROOT / "instances" / "pipeline" / "ffn.json"
 SMALL = {"default_tile_size": {"choices": [32, 64]}, "overall_unroll_size": {"choices": [512, 1024]}}
+#: Enough distinct points that neither worker runs out of new ones before the other starts.
+WIDE = {"default_tile_size": {"choices": [32, 64]}, "overall_unroll_size": {"low": 256, "high": 1024}}
 
 
 def _ffn(explore_section: dict | None = None):
@@ -188,9 +190,12 @@ def _rows(out: Path) -> list[dict]:
 
 
 def test_a_study_writes_its_folder_and_the_best_design_checks(tmp_path):
+    from dfopt.explore.study import counted
+
     r = explore(_ffn(), trials=4, out_dir=tmp_path, space=SMALL, trial_time_limit=20)
     rows = _rows(tmp_path)
-    assert len(rows) == r.summary["trials"] == 4
+    assert len(rows) == r.summary["trials"] and counted(r.study) == 4        # a repeated point is free
+    assert sum(1 for x in rows if x["same_as"]) == r.summary["repeated"]
     assert rows[0]["default_tile_size"] == "64" and rows[0]["overall_unroll_size"] == "1024"   # the default first
     assert r.summary["default"]["values"] and r.best
     best = load(tmp_path / "best.instance.json")
@@ -205,15 +210,26 @@ def test_a_study_writes_its_folder_and_the_best_design_checks(tmp_path):
 
 
 def test_running_the_command_again_continues_the_study(tmp_path):
-    first = explore(_ffn(), trials=3, out_dir=tmp_path, space=SMALL, trial_time_limit=20)
+    from dfopt.explore.study import counted
+
+    first = explore(_ffn(), trials=3, out_dir=tmp_path, space=WIDE, trial_time_limit=20)
     params = [t.params for t in first.study.trials]
-    again = explore(_ffn(), trials=5, out_dir=tmp_path, space=SMALL, trial_time_limit=20)
+    again = explore(_ffn(), trials=5, out_dir=tmp_path, space=WIDE, trial_time_limit=20)
     assert again.study.study_name == first.study.study_name
-    assert [t.params for t in again.study.trials[:3]] == params and len(again.study.trials) == 5
+    assert [t.params for t in again.study.trials[:len(params)]] == params and counted(again.study) == 5
     with pytest.raises(InstanceError) as err:            # the same study name with another space
         explore(_ffn(), trials=5, out_dir=tmp_path, space={"default_tile_size": {"choices": [16]}},
                 study=first.study.study_name)
     assert "other settings" in str(err.value)
+
+
+def test_a_small_space_is_run_through_and_the_study_says_it_is_exhausted(tmp_path):
+    from dfopt.explore.study import _distinct
+
+    r = explore(_ffn(), trials=10, out_dir=tmp_path, space={"default_tile_size": {"choices": [32, 64]}},
+                trial_time_limit=20)
+    assert r.summary["stopped"] == "exhausted" and _distinct(r.study) == 2
+    assert r.summary["trials"] == 2 + r.summary["repeated"]
 
 
 def test_one_worker_with_a_seed_is_repeatable(tmp_path):
@@ -234,10 +250,6 @@ def test_a_multi_objective_study_writes_the_pareto_set(tmp_path):
     feasible = [tuple(t.values) for t in r.study.trials if t.user_attrs.get("feasible") and t.values]
     for p in feasible:                                    # every feasible design is matched or dominated
         assert any(all(x <= y for x, y in zip(q, p)) for q in points)
-
-
-#: Enough distinct points that neither worker runs out of new ones before the other starts.
-WIDE = {"default_tile_size": {"choices": [32, 64]}, "overall_unroll_size": {"low": 256, "high": 1024}}
 
 
 def test_two_workers_share_one_journal_file(tmp_path):
@@ -325,7 +337,7 @@ def test_the_command_runs_a_study_reports_and_emits_the_best(tmp_path, capsys):
     code = main(["explore", str(FFN), "-o", str(tmp_path / "o"), "--trials", "3", "--quiet", "--emit-dir",
                  str(tmp_path / "hls"), "--space", json.dumps(SMALL), "--trial-time-limit", "20"])
     out = capsys.readouterr().out
-    assert code == 0 and "3 trials" in out and "best trial" in out and "default options (trial 0)" in out
+    assert code == 0 and " trials (" in out and "best trial" in out and "default options (trial 0)" in out
     assert (tmp_path / "hls" / "Makefile").is_file() and "code written to" in out
 
 

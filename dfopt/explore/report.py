@@ -71,14 +71,15 @@ def trials_csv(study: Any, config: Config) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["number", "state", "worker", "seconds", *params, *config.objectives, "feasible", "stage", "reason",
-                *figures])
+                "same_as", *figures])
     for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
         values = list(t.values) if t.values else [""] * len(config.objectives)
         reason = t.user_attrs.get("reason") or t.system_attrs.get("fail_reason") or ""
         w.writerow([t.number, t.state.name, t.user_attrs.get("worker", ""), t.user_attrs.get("seconds", ""),
                     *[_cell(t.params.get(p, "")) for p in params], *[_cell(v) for v in values],
                     t.user_attrs.get("feasible", ""), t.user_attrs.get("stage") or "", str(reason).splitlines()[0]
-                    if reason else "", *[_cell(t.user_attrs.get("figures", {}).get(k, "")) for k in figures]])
+                    if reason else "", t.user_attrs.get("same_as", ""),
+                    *[_cell(t.user_attrs.get("figures", {}).get(k, "")) for k in figures]])
     return out.getvalue()
 
 
@@ -144,6 +145,7 @@ def summarize(study: Any, config: Config, best: list, stopped: str, wall_s: floa
     return {
         "study": study.study_name, "objectives": list(config.objectives), "trials": len(trials), "states": states,
         "feasible": len(feasible), "refused_by_precheck": len(prechecked),
+        "repeated": sum(1 for t in trials if "same_as" in t.user_attrs),
         "precheck_share": round(len(prechecked) / len(complete), 4) if complete else 0.0,
         "infeasible_by_stage": _by_stage(complete),
         "best": [{"number": t.number, "values": list(t.values), "params": dict(t.params),
@@ -222,8 +224,9 @@ def summary_text(summary: dict, config: Config, out_dir: str | Path) -> str:
     """The lines ``dfopt explore`` prints at the end."""
     s = summary
     states = ", ".join(f"{k.lower()} {v}" for k, v in s["states"].items())
+    repeated = f", {s['repeated']} repeating an earlier point" if s.get("repeated") else ""
     lines = [f"study {s['study']}: {s['trials']} trials ({states}), {s['feasible']} feasible, "
-             f"{s['refused_by_precheck']} refused by the precheck"]
+             f"{s['refused_by_precheck']} refused by the precheck{repeated}"]
     if s["infeasible_by_stage"]:
         by_stage = sorted(s["infeasible_by_stage"].items())
         lines.append("  infeasible by stage: " + ", ".join(f"{k} {v}" for k, v in by_stage))
@@ -243,7 +246,10 @@ def summary_text(summary: dict, config: Config, out_dir: str | Path) -> str:
                      + ("faster" if speedups[0] >= 1 else "slower: keep the original order"))
     if len(s["best"]) > 10:
         lines.append(f"  ... {len(s['best']) - 10} more Pareto designs in {Path(out_dir) / 'pareto'}")
-    if s["stopped"] != "budget":
+    if s["stopped"] == "exhausted":
+        lines.append("  stopped before the trial budget: every point of the space was run, or the sampler kept "
+                     "proposing points already run")
+    elif s["stopped"] != "budget":
         lines.append(f"  stopped by the {s['stopped']} before the trial budget was used; run the same command again "
                      "to continue the study")
     lines.append(f"  written: {Path(out_dir) / 'trials.csv'}, {Path(out_dir) / 'summary.json'}"

@@ -17,8 +17,11 @@ instance's name and a hash of the instance and the settings means the same comma
 study, and a changed space starts another one.
 
 **The loop.** A worker runs one trial at a time until the study holds ``trials`` trials (counting
-complete, pruned, failed and running ones; with several workers a few more may start at the end,
-at most one per other worker) or the deadline passes. Every trial records its parameters, its
+complete, pruned, failed and running ones, but not a point proposed again, whose earlier result is
+reused, nor a failed trial that was queued again; with several workers a few more may start at
+the end, at most one per other worker), or the deadline passes, or the space is *exhausted*: every
+point of a finite space was run, or the sampler proposed only points already run
+:data:`REPEATS_IN_A_ROW` times in a row. Every trial records its parameters, its
 outcome (:class:`~dfopt.explore.evaluate.TrialOutcome`: ``feasible``, ``stage``, ``reason``,
 figures, ``constraint``), the worker and, for a feasible one, the path of its solution under
 ``DIR/trials/``. Samplers: TPE (one objective) or NSGA-II (several); both read the trial's
@@ -203,12 +206,41 @@ _COUNTED = ("COMPLETE", "PRUNED", "FAIL", "RUNNING")
 
 def counted(study: Any) -> int:
     """Trials that use the budget: complete, pruned, running and failed ones, but for a failed
-    trial that was queued again (its retry counts instead)."""
+    trial that was queued again (its retry counts instead) and a trial that repeated an earlier
+    point (``same_as``: nothing was solved)."""
     optuna = _optuna()
     states = tuple(getattr(optuna.trial.TrialState, s) for s in _COUNTED)
     trials = study.get_trials(deepcopy=False)
     retried = {t.system_attrs.get("failed_trial") for t in trials} | {t.user_attrs.get("retry_of") for t in trials}
-    return sum(1 for t in trials if t.state in states and not (t.state.name == "FAIL" and t.number in retried))
+    return sum(1 for t in trials if t.state in states and "same_as" not in t.user_attrs
+               and not (t.state.name == "FAIL" and t.number in retried))
+
+
+#: Proposals in a row of points already run after which a worker stops: the sampler keeps
+#: returning to what it knows, the space looks exhausted.
+REPEATS_IN_A_ROW = 25
+
+
+def space_size(config: Any) -> int | None:
+    """The number of points of a finite space (categoricals, stepped or integer ranges), else None."""
+    n = 1
+    for p in config.params:
+        if p.kind == "categorical":
+            n *= len(p.choices)
+        elif p.kind == "int" and not p.log:
+            n *= int((p.high - p.low) // (p.step or 1)) + 1
+        elif p.kind == "float" and p.step and not p.log:
+            n *= int(round((p.high - p.low) / p.step)) + 1
+        else:
+            return None
+    return n
+
+
+def _distinct(study: Any) -> int:
+    optuna = _optuna()
+    return len({tuple(sorted(t.params.items()))
+                for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,
+                                                                  optuna.trial.TrialState.PRUNED))})
 
 
 def _worker_tag(worker: int) -> str:
@@ -254,7 +286,7 @@ def best_feasible(study: Any) -> float | None:
 @dataclass
 class WorkerStats:
     trials: int = 0
-    stopped: str = "budget"          # budget | timeout | interrupted
+    stopped: str = "budget"          # budget | timeout | interrupted | exhausted
 
 
 def run_worker(study: Any, evaluator: Any, trials: int, deadline: float | None, out_dir: str | Path | None,
@@ -301,6 +333,8 @@ def run_worker(study: Any, evaluator: Any, trials: int, deadline: float | None, 
         return outcome.values if config.multi else outcome.values[0]
 
     callbacks = [] if on_trial is None else [lambda s, t: on_trial(t)]
+    size = space_size(config)
+    repeats = 0
     while True:
         if reap:
             reap_dead(study)
@@ -311,6 +345,9 @@ def run_worker(study: Any, evaluator: Any, trials: int, deadline: float | None, 
             break
         if counted(study) >= trials:
             break
+        if repeats >= REPEATS_IN_A_ROW or (size is not None and _distinct(study) >= size):
+            stats.stopped = "exhausted"
+            break
         left = None if deadline is None else max(1.0, deadline - time.time())
         try:
             study.optimize(objective, n_trials=1, timeout=left, catch=(Exception,), callbacks=callbacks,
@@ -319,6 +356,8 @@ def run_worker(study: Any, evaluator: Any, trials: int, deadline: float | None, 
             stats.stopped = "interrupted"
             break
         stats.trials += 1
+        last = study.get_trials(deepcopy=False)[-1] if study.trials else None
+        repeats = repeats + 1 if last is not None and "same_as" in last.user_attrs else 0
     return stats
 
 
