@@ -389,3 +389,22 @@ def test_the_package_is_callable_from_dfopt(tmp_path):
 
     r = dfopt.explore(str(FFN), trials=1, out_dir=tmp_path, space=SMALL, trial_time_limit=20)
     assert r.summary["trials"] == 1 and callable(dfopt.explore)
+
+
+def test_a_schedule_study_times_checked_code_with_list_valued_choices(tmp_path):
+    import shutil
+
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("a C compiler is needed to time the generated code")
+    space = {"strategy": {"choices": ["pluto", "isl"]},
+             "tiling": {"choices": [None, [16, 16]]},
+             "costs": {"choices": [None, ["contiguity", "proximity"]]}}
+    r = explore(ROOT / "instances" / "schedule" / "jacobi-1d.json", trials=3, out_dir=tmp_path, space=space,
+                dataset="mini", repeats=1, trial_time_limit=30)
+    assert r.best and r.best[0].user_attrs["figures"]["original_s"] > 0
+    rows = _rows(tmp_path)
+    assert {x["costs"] for x in rows} <= {"null", '["contiguity", "proximity"]'}
+    from dfopt.explore.report import summary_text
+
+    sol = json.loads((tmp_path / "best.sol.json").read_text())
+    assert sol["problem"] == "schedule" and "original order" in summary_text(r.summary, r.config, tmp_path)
