@@ -14,7 +14,9 @@ Arithmetic per dtype (:data:`STORAGE` maps a dtype to the NumPy type its values 
 
 ``layernorm`` uses the biased variance (divide by N, as PyTorch); ``gelu`` is the tanh
 approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), or with ``approximate: none`` the exact
-0.5x(1 + erf(x / sqrt 2)); ``softmax`` subtracts the row maximum.
+0.5x(1 + erf(x / sqrt 2)); ``softmax`` subtracts the row maximum; ``mask`` sets the elements
+whose key index (last axis) exceeds the query index (second to last) + ``offset`` to ``value``
+rounded to the dtype (f16: -1e9 becomes -inf).
 
 >>> from dfopt.ir.opgraph import OpGraph
 >>> g = OpGraph.from_dict({"tensors": {"x": {"shape": [2, 3], "dtype": "f32"}},
@@ -140,6 +142,21 @@ def _rmsnorm(op: Op, x, gamma):
     return x / np.sqrt(ms + x.dtype.type(op.attrs["eps"])) * gamma
 
 
+def causal_mask(queries: int, keys: int, offset: int = 0) -> np.ndarray:
+    """``[queries, keys]`` booleans, True where ``mask`` replaces the value (key > query + offset).
+
+    >>> causal_mask(2, 3).astype(int).tolist(), causal_mask(2, 3, 1).astype(int).tolist()
+    ([[0, 1, 1], [0, 0, 1]], [[0, 0, 1], [0, 0, 0]])
+    """
+    return np.arange(keys)[None, :] > np.arange(queries)[:, None] + int(offset)
+
+
+def _mask(op: Op, x):
+    with np.errstate(over="ignore"):       # f16 rounds -1e9 to -inf
+        fill = x.dtype.type(op.attrs["value"])
+    return np.where(causal_mask(x.shape[-2], x.shape[-1], op.attrs["offset"]), fill, x)
+
+
 _KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "matmul": _matmul,
     "add": lambda op, x, y: x + y,
@@ -152,6 +169,7 @@ _KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "rmsnorm": _rmsnorm,
     "transpose": lambda op, x: np.transpose(x, op.attrs["perm"]),
     "reshape": lambda op, x: x.reshape(op.attrs["shape"]),
+    "mask": _mask,
 }
 
 

@@ -359,11 +359,15 @@ def test_attention_with_an_input_mask_of_the_scores_shape():
     assert "add" in kinds(check(_attention(17, "div", mask="input")))
 
 
-def test_causal_mask_constant_is_refused_naming_the_add():
+def test_causal_mask_constant_imports_as_mask_and_others_are_refused_naming_the_add():
+    assert "mask" in kinds(check(_attention(17, "div", mask="causal")))      # more forms: tests/test_mask.py
+    model = _attention(17, "div", mask="causal")
+    init = next(t for t in model.graph.initializer if t.name == "causal")
+    init.CopyFrom(numpy_helper.from_array(np.tril(np.full((1, 1, 8, 8), -1e9, np.float32), -1), "causal"))
     with pytest.raises(InstanceError) as err:
-        import_onnx(_attention(17, "div", mask="causal"))
-    assert "node '/Add' (Add, opset 17): unsupported broadcast: constant 'causal' [1, 1, 8, 8] against " \
-           "[1, 2, 8, 8]" in str(err.value)
+        import_onnx(model)
+    assert "node '/Add' (Add, opset 17): constant 'causal' [1, 1, 8, 8] broadcast over the leading axes of " \
+           "[1, 2, 8, 8] (an attention mask?) is not a causal mask" in str(err.value)
 
 
 def test_partial_pattern_is_refused_naming_the_node():

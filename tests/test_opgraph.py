@@ -71,6 +71,8 @@ SHAPES = [
     ("rmsnorm", [[4, 6], [6]], {}, [4, 6]),
     ("transpose", [[2, 3, 4]], {"perm": [1, 2, 0]}, [3, 4, 2]),
     ("reshape", [[6, 4]], {"shape": [2, 3, 4]}, [2, 3, 4]),
+    ("mask", [[2, 4, 4]], {"causal": True}, [2, 4, 4]),
+    ("mask", [[3, 5]], {"causal": True, "offset": 2, "value": -1e4}, [3, 5]),
 ]
 
 
@@ -221,6 +223,17 @@ FAULTS.update({
     "eps_negative": single_fault("rmsnorm", [[4, 6], [6]], {"eps": -1}, "/operators/ops/0/eps", ["positive number"]),
     "norm_dtypes": single_fault("rmsnorm", [[4, 6], [6]], {}, "/operators/ops/0/inputs/1", ["'t1' is f16"],
                                 {"t1": "f16"}),
+    "mask_missing_causal": single_fault("mask", [[4, 4]], {}, "/operators/ops/0", ["missing attribute 'causal'"]),
+    "mask_not_causal": single_fault("mask", [[4, 4]], {"causal": False}, "/operators/ops/0/causal",
+                                    ["causal: false is not supported", "only the causal mask"]),
+    "mask_offset": single_fault("mask", [[4, 4]], {"causal": True, "offset": -1}, "/operators/ops/0/offset",
+                                ["offset: expected a non-negative integer", "got -1"]),
+    "mask_value": single_fault("mask", [[4, 4]], {"causal": True, "value": "-inf"}, "/operators/ops/0/value",
+                               ["value: expected a number"]),
+    "mask_rank": single_fault("mask", [[4]], {"causal": True}, "/operators/ops/0/inputs/0",
+                              ["input 't0' is [4]: a mask needs rank >= 2", "[query, key]"]),
+    "mask_ints": single_fault("mask", [[4, 4]], {"causal": True}, "/operators/ops/0/inputs/0",
+                              ["needs a float dtype", "'t0' is i32"], {"t0": "i32"}),
 })
 
 
@@ -436,6 +449,7 @@ def chains(draw):
     for i in range(draw(st.integers(1, 8))):
         kinds = ["relu", "add", "mul", "transpose", "reshape"] + ["matmul"] * (len(shape) >= 2)
         kinds += ["gelu", "silu", "softmax", "layernorm", "rmsnorm"] if floats else []
+        kinds += ["mask"] if floats and len(shape) >= 2 else []
         kind = draw(st.sampled_from(kinds))
         op, out = {"name": f"op{i}", "op": kind, "inputs": [cur]}, f"t{i + 1}"
         if kind == "matmul":
@@ -454,6 +468,8 @@ def chains(draw):
             perm = draw(st.permutations(range(len(shape))))
             op["perm"] = list(perm)
             shape = tuple(shape[p] for p in perm)
+        elif kind == "mask":   # a moderate fill keeps chains of masks and matmuls finite
+            op.update(causal=True, offset=draw(st.integers(0, 2)), value=draw(st.sampled_from([-4.0, -30.0])))
         elif kind == "reshape":
             shape = draw(st.sampled_from([(math.prod(shape),), shape[::-1], (1,) + shape]))
             op["shape"] = list(shape)
@@ -554,6 +570,7 @@ def test_schema_fragment_agrees_with_the_signatures():
 def test_schema_fragment_rejects_what_the_checks_reject():
     validator = Draft202012Validator(SCHEMA)
     for name in ("unknown_op", "missing_input", "unknown_attr", "attr_type", "unknown_dtype", "bad_shape",
-                 "unknown_top_field", "empty_ops", "missing_perm", "eps_negative", "attr_on_attrless_op"):
+                 "unknown_top_field", "empty_ops", "missing_perm", "eps_negative", "attr_on_attrless_op",
+                 "mask_missing_causal", "mask_not_causal", "mask_offset", "mask_value"):
         assert list(validator.iter_errors(FAULTS[name][0])), name
     assert not list(validator.iter_errors(ffn()))

@@ -119,6 +119,8 @@ def test_cost_model_formulas():
     assert costs.elementwise_unroll(96, 16, period=24) == 12 and costs.mover_lanes("f64", 64) == 8
     ew = costs.elementwise_cost("add", "f32", 256, inputs=2, lanes=8)
     assert ew.ii == 32 and ew.resources["bytes"] == 2 * 256 * 4
+    mask = costs.elementwise_cost("mask", "f32", 256, inputs=1, lanes=8)    # a compare and a select: no DSP
+    assert mask.ii == 32 and mask.resources["dsp"] == 0 and mask.resources["bytes"] == 256 * 4
     dma = costs.dma_cost("f32", 1024)
     assert dma.ii == 4096 // costs.DMA_BYTES_PER_CYCLE and dma.resources["dsp"] == 0
     move = costs.mover_cost("transpose", "f32", total_elems=4096, tile_elems=256, lanes=16)

@@ -22,15 +22,16 @@ _LATER = {
     "cnn": ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
             "BatchNormalization", "InstanceNormalization", "GroupNormalization", "Resize", "Pad"),
     "embedding": ("Gather", "GatherElements", "GatherND", "OneHot"),
-    "mask": ("Where", "Expand", "Trilu", "Equal", "Less", "Greater", "Not", "And", "Or", "IsInf", "IsNaN"),
+    "mask": ("Expand", "Trilu", "Equal", "Less", "Greater", "Not", "And", "Or", "IsInf", "IsNaN"),
     "rotary": ("Sin", "Cos", "Slice", "Split", "Neg", "RotaryEmbedding"),
 }
 _WHY = {
     "cnn": "CNN ops need new operator-graph op kinds (later work)",
     "embedding": "embeddings and indexing need a new operator-graph op kind (later work); import the model "
                  "from after its embedding, with the hidden states as the graph input",
-    "mask": "masking and broadcasting ops need a new operator-graph op kind (later work); a mask built from "
-            "constants folds away only when it is a constant of a supported shape",
+    "mask": "masking and broadcasting ops on data need new operator-graph op kinds (later work); a mask "
+            "built from constants folds away, and imports as the causal mask op when it is an Add of a causal "
+            "constant or a Where of a constant causal condition",
     "rotary": "slicing and rotary embeddings need new operator-graph op kinds (later work)",
 }
 

@@ -14,6 +14,11 @@ Add, Mul               13 17 18 21 23      ``add`` / ``mul``: same shapes, a tra
                                            constant broadcast along the last axis, or x + 0 / x * 1
                                            (dropped)
 Sub, Div               13 17 18 21 23      by a constant only: ``add`` of -c / ``mul`` of 1/c
+Add (causal mask)      13 17 21            ``mask``: x + C, C a constant [..., S, T] (size-1
+                                           leading axes) 0 where key <= query + offset and one
+                                           fill <= -1e4 or -inf above (equal after the Softmax)
+Where (causal mask)    13 17 21            ``mask``: Where(M, x, fill) or Where(~M, fill, x), M a
+                                           constant (or folded) lower triangle, fill one constant
 Relu                   13 17 18 21 23      ``relu``
 Softmax                13 17 18 21 23      ``softmax`` (last axis only)
 LayerNormalization     17 18 21 23         ``layernorm`` (last axis; Mean / InvStdDev unused)
@@ -54,11 +59,12 @@ from collections.abc import Callable
 import numpy as np
 
 from dfopt.errors import InstanceError
+from dfopt.frontend import masks
 from dfopt.frontend.faults import node_fault, unsupported_op
 from dfopt.frontend.graph import Graph, Node
 from dfopt.frontend.onnx_import import FLOAT_TYPES, ONNX_DTYPES, OnnxImport
 from dfopt.frontend.rewrites import dropout_trains
-from dfopt.ir.opgraph import OpGraph
+from dfopt.ir.opgraph import MASK_VALUE, OpGraph
 from dfopt.reference import STORAGE, to_bf16
 
 
@@ -219,8 +225,8 @@ class _Translator:
             return self.weight(c, value, derived) if derived else self.weight(c)
         raise self._fault(f"unsupported broadcast: constant {c!r} {list(value.shape)} against {list(target)}: "
                           f"the op set's {kind} takes a tensor of the same shape or a vector [{n}] of the last "
-                          "dimension; a constant broadcast along other axes (an attention mask?) needs a new "
-                          "operator-graph op kind (later work)")
+                          "dimension; a constant broadcast along other axes imports only as a causal mask "
+                          "(0 where key <= query, a large negative fill above)")
 
     def two_tensors(self, kind: str, a: str, b: str, out: str, suffix: str = "") -> None:
         target = self.g.shapes[out]
@@ -270,11 +276,67 @@ def _binary(t: _Translator, node: Node) -> None:
     if t.shape(x) != target:
         raise t._fault(f"unsupported broadcast: tensor {x!r} {list(t.shape(x))} grows to {list(target)} by the "
                        f"constant {c!r} {list(value.shape)}; the op set's {kind} keeps its first operand's shape")
+    if node.op == "Add" and _additive_mask(t, x, c, value, target):
+        return
     if np.all(value == (0 if kind == "add" else 1)):
         t.same(node, x)
         return
     w = t.const_operand(c, value, target, kind, derived)
     t.emit(kind, [t.operand(x), w], t.result(out))
+
+
+def _additive_mask(t: _Translator, x: str, c: str, value: np.ndarray, target: tuple) -> bool:
+    """``x + c`` as ``mask`` when constant ``c`` is a causal mask (:func:`.masks.additive`);
+    False for an ordinary add. A constant that spans the last two axes, broadcast over the others,
+    and is not causal is refused."""
+    found = masks.additive(value, target)
+    if isinstance(found, masks.Causal):
+        _emit_mask(t, x, found)
+        return True
+    if found is not None and tuple(value.shape) != tuple(target):
+        raise t._fault(f"constant {c!r} {list(value.shape)} broadcast over the leading axes of {list(target)} "
+                       f"(an attention mask?) is not a causal mask: {found}; the op set's mask is causal only "
+                       "(0 where key <= query + offset, one large negative fill elsewhere)")
+    return False
+
+
+def _emit_mask(t: _Translator, x: str, found: masks.Causal) -> None:
+    assert t.node is not None
+    attrs: dict = {"causal": True, "value": found.value(MASK_VALUE)}
+    if found.offset:
+        attrs["offset"] = found.offset
+    t.emit("mask", [t.operand(x)], t.result(t.node.outputs[0]), attrs=attrs)
+
+
+def _where(t: _Translator, node: Node) -> None:
+    """``Where(M, x, fill)`` / ``Where(~M, fill, x)`` with a constant causal condition and a
+    constant fill of one value: ``mask`` (:mod:`dfopt.frontend.masks`)."""
+    cond, a, b = node.inputs
+    consts, out = t.g.consts, node.outputs[0]
+    if cond not in consts:
+        raise t._fault(f"the condition {cond!r} is computed from data: only a Where of a constant (or folded) "
+                       "causal condition imports (as mask)")
+    if (a in consts) == (b in consts):
+        what = "two constants" if a in consts else "two computed tensors"
+        raise t._fault(f"Where between {what}: only a Where between a computed tensor and a constant fill "
+                       "imports (as mask)")
+    x, fill, keep = (a, b, True) if b in consts else (b, a, False)
+    if t.g.dtypes[t.alias.get(x, x)] not in FLOAT_TYPES:
+        raise t._fault(f"Where on the non-float tensor {x!r}: only a causal mask on float scores imports (as mask)")
+    target = t.g.shapes[out]
+    if t.shape(x) != target:
+        raise t._fault(f"unsupported broadcast: tensor {x!r} {list(t.shape(x))} grows to {list(target)}; the "
+                       "op set's mask keeps its operand's shape")
+    values = np.unique(np.asarray(consts[fill], np.float64))
+    if values.size != 1:
+        raise t._fault(f"the fill {fill!r} takes {values.size} values: a mask fills with one")
+    found = masks.selecting(consts[cond], target, keep, float(values[0]))
+    if not isinstance(found, masks.Causal):
+        why = found or (f"it is {list(consts[cond].shape)}, not [..., {target[-2]}, {target[-1]}] with size-1 "
+                        "leading axes")
+        raise t._fault(f"the condition {cond!r} is not a causal mask: {why}; the op set's mask is causal only "
+                       "(the keys after each query, + offset)")
+    _emit_mask(t, x, found)
 
 
 def _matmul(t: _Translator, node: Node) -> None:
@@ -467,7 +529,7 @@ _HANDLERS: dict[str, Callable[[_Translator, Node], None]] = {
     "Softmax": _softmax, "LayerNormalization": _norm("layernorm"),
     "dfopt.layernorm": _norm("layernorm"), "dfopt.rmsnorm": _norm("rmsnorm"),
     "Transpose": _transpose, "Reshape": _reshape, "Flatten": _reshape, "Squeeze": _reshape, "Unsqueeze": _reshape,
-    "Identity": _identity, "Dropout": _identity, "Cast": _cast,
+    "Identity": _identity, "Dropout": _identity, "Cast": _cast, "Where": _where,
     "Constant": _folded_only, "ConstantOfShape": _folded_only, "Shape": _folded_only,
     "Sigmoid": _pattern_only, "Erf": _pattern_only, "Tanh": _pattern_only, "Pow": _pattern_only,
     "Sqrt": _pattern_only, "Reciprocal": _pattern_only, "ReduceMean": _pattern_only,

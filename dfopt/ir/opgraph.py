@@ -19,8 +19,15 @@ Op kinds (:data:`SIGNATURES` lists the inputs and attributes with their defaults
   ``silu``, ``relu``, ``softmax`` (last axis) [x].
 - ``layernorm`` [x, gamma, beta] and ``rmsnorm`` [x, gamma] over the last axis, with ``eps``.
 - ``transpose`` [x] with ``perm``; ``reshape`` [x] with ``shape`` (same element count, no -1).
+- ``mask`` [x] with ``causal`` (required, and ``true``: the only form so far), ``offset`` (a
+  non-negative integer, default 0) and ``value`` (a finite number, default -1e9): the causal
+  attention mask. x has rank >= 2, its last two axes are [query, key]; an element whose key index
+  exceeds its query index + ``offset`` (a KV cache of ``offset`` past keys) becomes ``value``,
+  the others pass unchanged. -1e9 is finite (a row softmax never sees ``-inf - -inf``) and
+  representable in f32 and bf16; f16 rounds it to -inf. Exporters write the dtype's lowest value
+  (Hugging Face) or -inf (``torch`` SDPA); after the softmax that follows, each gives 0.
 
-``gelu``, ``silu``, ``softmax`` and the norms need a float dtype; integer ``matmul`` takes
+``gelu``, ``silu``, ``softmax``, ``mask`` and the norms need a float dtype; integer ``matmul`` takes
 integer scales only. An op whose result nobody uses and that is not an output is allowed
 (:meth:`OpGraph.unused` lists such tensors). ``ops`` may come in any order; the graph keeps a
 topological order that follows the file order where it can.
@@ -59,11 +66,15 @@ from dfopt.errors import InstanceError
 from dfopt.schema import did_you_mean, found, pointer, sorted_issues, to_problems
 
 OP_KINDS = ("matmul", "add", "mul", "gelu", "silu", "relu", "softmax", "layernorm", "rmsnorm",
-            "transpose", "reshape")
+            "transpose", "reshape", "mask")
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i16", "i8")  # names as in itensor.DTYPE_BITS
 FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
 TENSOR_KINDS = ("input", "weight", "intermediate", "output")
 DECLARED_KINDS = ("input", "weight")  # the kinds a ``tensors`` entry may give
+
+
+#: ``mask``'s default fill: finite, so that a softmax after it never computes ``-inf - -inf``.
+MASK_VALUE = -1e9
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,7 @@ SIGNATURES = {
     "rmsnorm": Signature(("x", "gamma"), {"eps": 1e-6}, True, 5),
     "transpose": Signature(("x",), {"perm": None}, False, 0),   # data movement only
     "reshape": Signature(("x",), {"shape": None}, False, 0),
+    "mask": Signature(("x",), {"causal": None, "offset": 0, "value": MASK_VALUE}, True, 1),  # compare, select
 }
 
 
@@ -186,7 +198,7 @@ class OpGraph:
 
         ``matmul``: 2*M*N*K per batch entry (a multiply and an add per product term; the
         ``scale`` is not counted). Other ops: output elements x :attr:`Signature.flops_per_element`
-        (1 for add, mul and relu; gelu 8, silu 4, softmax 5, layernorm 8, rmsnorm 5, counting exp,
+        (1 for add, mul, relu and mask; gelu 8, silu 4, softmax 5, layernorm 8, rmsnorm 5, counting exp,
         tanh, sqrt and divide as one each; 0 for transpose and reshape, which only move data).
         """
         op = self.op(op) if isinstance(op, str) else op
@@ -609,6 +621,31 @@ def _check_shape(value) -> str | None:
     return None
 
 
+def _check_causal(value) -> str | None:
+    if value is True:
+        return None
+    if value is False:
+        return ("false is not supported: only the causal mask (true: key index > query index + offset "
+                "masked) is an op kind so far; a padding or arbitrary mask stays an add of a tensor")
+    return f"expected true, got {found(value)}"
+
+
+def _check_offset(value) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return f"expected a non-negative integer (past keys before the first query), got {found(value)}"
+    return None
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _check_mask_value(value) -> str | None:
+    bad = _check_number(value)
+    if bad is None and abs(value) > FLOAT32_MAX:
+        return f"expected a number within float32's range (|value| <= {FLOAT32_MAX:.8g}), got {found(value)}"
+    return bad
+
+
 def _check_approximate(value) -> str | None:
     return None if value in GELU_FORMS else f"expected one of {', '.join(GELU_FORMS)}, got {found(value)}"
 
@@ -617,8 +654,10 @@ def _check_approximate(value) -> str | None:
 GELU_FORMS = ("tanh", "none")
 _ATTR_CHECKS = {"transpose_a": _check_bool, "transpose_b": _check_bool, "scale": _check_number,
                 "eps": lambda v: _check_number(v, positive=True), "perm": _check_perm, "shape": _check_shape,
-                "approximate": _check_approximate}
+                "approximate": _check_approximate, "causal": _check_causal, "offset": _check_offset,
+                "value": _check_mask_value}
 _ATTR_HELP = {"perm": "the permutation of the input's axes, e.g. [1, 0, 2]",
+              "causal": "true: mask the keys after each query (the only form so far)",
               "shape": "the output shape, with the input's element count"}
 
 
@@ -705,6 +744,15 @@ def _reshape_shape(ins: list, attrs: dict) -> tuple:
     return tuple(shape)
 
 
+def _mask_shape(ins: list, attrs: dict) -> tuple:
+    x = ins[0]
+    if len(x.shape) < 2:
+        raise _Fault(f"input {x.name!r} is {_show(x)}: a mask needs rank >= 2 (its last two axes are "
+                     "[query, key])", ("inputs", 0))
+    return x.shape
+
+
 _SHAPE_RULES = {"matmul": _matmul_shape, "add": _binary_shape, "mul": _binary_shape, "gelu": _unary_shape,
                 "silu": _unary_shape, "relu": _unary_shape, "softmax": _unary_shape, "layernorm": _norm_shape,
-                "rmsnorm": _norm_shape, "transpose": _transpose_shape, "reshape": _reshape_shape}
+                "rmsnorm": _norm_shape, "transpose": _transpose_shape, "reshape": _reshape_shape,
+                "mask": _mask_shape}

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from dfopt.ir.platform import Platform
 
 COMPUTE = {"matmul": K.matmul, "add": K.elementwise, "mul": K.elementwise, "gelu": K.elementwise,
-           "silu": K.elementwise, "relu": K.elementwise, "softmax": K.row_op,
+           "silu": K.elementwise, "relu": K.elementwise, "mask": K.mask, "softmax": K.row_op,
            "layernorm": K.row_op, "rmsnorm": K.row_op}
 MOVERS = ("transpose", "reshape")
 HEADERS = ("dfopt_stream.h", "dfopt_dataflow.h", "dfopt_monitor.h")

@@ -344,6 +344,36 @@ def elementwise(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Por
             *indent(_wrap_loops(kernel.loops, body)), "}"]
 
 
+def mask(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
+    """The causal mask: ``y = key > query + offset ? value : x`` per element, the query and key
+    indices (the last two axes) from the tile loops ``l_d<R-2>``, ``l_d<R-1>`` and the element's
+    tile coordinates; an elementwise pass of ``n / U`` cycles per tile, ``U`` lanes
+    (:func:`~dfopt.models.tiling.costs.elementwise_unroll`)."""
+    _check_tokens(kernel, ins, kernel.loops)
+    rank = len(outs[0].itype.shape)
+    tile = outs[0].shape
+    steps = {lp.name: lp.step for lp in kernel.loops}
+    qd, kd = f"d{rank - 2}", f"d{rank - 1}"
+    if len(tile) != rank or qd not in steps or kd not in steps:
+        raise CodegenError(f"kernel {kernel.name}: a mask needs the tile loops {qd} and {kd} of its "
+                           f"[query, key] axes and a tile of rank {rank}; got loops "
+                           f"{[lp.name for lp in kernel.loops]} and tile {list(tile)}")
+    n = outs[0].itype.element_count
+    u = costs.elementwise_unroll(n, _lanes(kernel))
+    tq, tk = int(tile[-2]), int(tile[-1])
+    decls = [*declare(ctype, "x0", (n,), [max(u, ins[0].lanes)]),
+             *declare(ctype, "y", (n,), [max(u, outs[0].lanes)])]
+    local = coords("e", tile)
+    compute = [f"const int e = eb * {u} + l;",
+               f"const int q = l_{qd} * {tq} + {local[-2]}, k = l_{kd} * {tk} + {local[-1]};",
+               f"y[e] = k > q + {int(op.attrs['offset'])} ? T({_fmt(op.attrs['value'])}) : x0[e];"]
+    body = [*read_beats("in0", ins[0], _element("x0", 0), shape=(n,)), COMPUTE_MARK,
+            *_nest([("eb", n // u)], _unrolled([("l", u)], compute)),
+            *write_beats(_outs(outs), outs[0], lambda c: f"y[{c[0]}]", ctype, shape=(n,))]
+    return [signature(fn, ins, outs) + " {", f"  typedef {ctype} T;", *indent(decls),
+            *indent(_wrap_loops(kernel.loops, body)), "}"]
+
+
 def row_op(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
     """softmax, layernorm, rmsnorm over the whole last axis of each row of the tile.
 

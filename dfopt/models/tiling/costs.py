@@ -18,8 +18,9 @@ partial accumulators so that a floating-point add never waits on the previous on
   it normalised: ``ROW_PASSES`` passes of ``(rows / UR) x (row / UC)`` cycles per tile
   (:func:`row_unroll`) plus one ``rows / UR`` loop per reduction (``ROW_REDUCTIONS``) that folds
   the partial sums.
-* elementwise kernels: one pass of ``tile / U`` per tile (:func:`elementwise_unroll`), one tile per
-  operand held.
+* elementwise kernels (add, mul, gelu, silu, relu, and mask: a compare of the element's query and
+  key indices and a select): one pass of ``tile / U`` per tile (:func:`elementwise_unroll`), one
+  tile per operand held.
 * DMA kernels: one 512-bit AXI beat per cycle after a fixed request latency; no DSP.
 * data movers (transpose, reshape): read the whole tensor into a buffer, then write it in the new
   order, one beat per cycle (``ceil(tile / min(lanes, 512 / dtype bits))`` per token, the input's
@@ -64,7 +65,7 @@ DSP_PER_MAC = {            # DSP slices per multiply-add lane (floating-point / 
 ACC_BITS = {"bf16": 32, "f16": 32, "i8": 32, "i16": 32}   # accumulator width (else the dtype's)
 OP_MACS = {                # multiply-adds per element of one pass, per lane
     "matmul": 1, "layernorm": 3, "rmsnorm": 2, "softmax": 3, "gelu": 4, "silu": 3, "silu_mul": 3,
-    "relu": 0, "add": 1, "mul": 1, "transpose": 0, "reshape": 0,
+    "relu": 0, "mask": 0, "add": 1, "mul": 1, "transpose": 0, "reshape": 0,
 }
 ROW_PASSES = {"layernorm": 3, "rmsnorm": 2, "softmax": 3}   # max, exp-sum, divide / mean, var, scale
 ROW_REDUCTIONS = {"layernorm": 2, "rmsnorm": 1, "softmax": 2}  # partial-sum folds per tile

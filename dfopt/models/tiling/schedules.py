@@ -8,7 +8,7 @@ docs/design.md, the token timing model) it does each, with the cycle counts of t
 ``Stream.dst_schedule``. The kernel keeps its steady fields: its writes are the cost model's
 ``delay + k * ii`` and its ``latency`` is its last event + 1 (:func:`latency`).
 
-* **compute kernels** (matmul, add, mul, gelu, silu, relu, softmax, layernorm, rmsnorm;
+* **compute kernels** (matmul, add, mul, gelu, silu, relu, mask, softmax, layernorm, rmsnorm;
   :func:`tile_schedules`): per output tile (one iteration of the parallel tile loops) the
   reduction loops run ``steps`` steps (1 without a reduction) of ``ii // steps`` cycles; a step
   reads one token of every input at its start, and the tile's token is written at the end of the
@@ -45,7 +45,7 @@ from dfopt.ir.graph import DataflowGraph, Kernel, Stream
 from dfopt.ir.tokens import Block, TokenSchedule
 from dfopt.models.tiling import costs
 
-COMPUTE_OPS = ("matmul", "add", "mul", "gelu", "silu", "relu", "softmax", "layernorm", "rmsnorm")
+COMPUTE_OPS = ("matmul", "add", "mul", "gelu", "silu", "relu", "mask", "softmax", "layernorm", "rmsnorm")
 MOVER_OPS = ("transpose", "reshape")
 TIMINGS = ("exact", "steady")
 

@@ -40,7 +40,7 @@ from dfopt.models.tiling import costs, schedules
 if TYPE_CHECKING:
     from dfopt.ir.opgraph import OpGraph
 
-ELEMENTWISE = ("add", "mul", "gelu", "silu", "relu")
+ELEMENTWISE = ("add", "mul", "gelu", "silu", "relu", "mask")
 ROW_OPS = ("softmax", "layernorm", "rmsnorm")
 MOVERS = ("transpose", "reshape")
 
