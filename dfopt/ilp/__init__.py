@@ -51,12 +51,20 @@ from dfopt.ilp.backends import (
     register_backend,
     solve,
 )
-from dfopt.ilp.cpsat import configure_solver, lean_model_class, map_cpsat_status, new_cp_model, solve_cp_model
+from dfopt.ilp.cpsat import (
+    configure_solver,
+    lean_model_class,
+    map_cpsat_status,
+    new_cp_model,
+    solve_cp_model,
+    weighted_sum,
+)
 from dfopt.ilp.export import EXPORT_FORMATS, export
 from dfopt.ilp.expr import LinearConstraint, LinExpr, Var, lin_sum
 from dfopt.ilp.model import LinearModel, ModelData
 
 __all__ = [
+    "weighted_sum",
     "LinearModel", "ModelData", "Var", "LinExpr", "LinearConstraint", "lin_sum",
     "solve", "solve_cp_model", "available_backends", "backend_names", "capabilities",
     "get_backend", "register_backend", "Backend", "Capabilities", "SolveOptions",

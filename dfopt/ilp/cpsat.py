@@ -154,6 +154,13 @@ def __getattr__(name: str) -> type:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def weighted_sum(variables: list, coefficients: list):
+    """The CP-SAT linear expression ``sum(c * v)`` (for native models built with :func:`new_cp_model`)."""
+    from ortools.sat.python import cp_model
+
+    return cp_model.LinearExpr.weighted_sum(variables, coefficients)
+
+
 def build_cp_model(data: ModelData) -> tuple[CpModel, list[IntVar], int]:
     """A ``CpModel`` equal to the arrays; returns ``(model, vars, objective_multiplier)``.
 

@@ -85,7 +85,7 @@ REACH_PAIR_BYTES = 48           # per (node, descendant) pair of the mapping's r
 MEMORY_KINDS = 4                # register, lutram, bram18, uram
 RESOURCE_KINDS = 6              # lut, ff, dsp, bram, uram, bytes
 
-HEURISTICS = frozenset({"greedy", "heuristic", "bipartition", "search"})
+HEURISTICS = frozenset({"greedy", "heuristic", "bipartition", "search", "lns"})
 LP_FORMULATIONS = frozenset({"flow", "potentials", "paths"})
 
 Part = tuple  # (what, bytes)

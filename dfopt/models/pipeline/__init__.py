@@ -53,7 +53,7 @@ __all__ = ["PROBLEM", "Options", "Design", "run", "emit", "channel_graph", "tili
            "fifo_stage", "memory_stage", "placement_stage", "check", "checks"]
 
 _FUSION = ("cpsat", "greedy", "mip")
-_PLACEMENT = ("cpsat", "greedy", "bipartition", "mip")
+_PLACEMENT = ("cpsat", "greedy", "bipartition", "mip", "lns")
 _FIFO = ("slack", "flow", "potentials", "paths", "occupancy", "search")
 
 

@@ -59,15 +59,18 @@ def _line_wires(d: PlacementData, axis: str, level: float) -> float | None:
 
 def bipartition_placement(d: PlacementData, time_limit: float = 60.0, seed: int = 0,
                           backend: str = "cpsat", stats: dict | None = None,
-                          hint: np.ndarray | None = None, workers: int = 8) -> np.ndarray | None:
+                          hint: np.ndarray | None = None, workers: int = 8,
+                          deterministic_time: float | None = None) -> np.ndarray | None:
     """Kernel slots, or None when a split finds no solution. ``hint`` (kernel slots, e.g. the
-    greedy placement) seeds each split's ILP with the side it puts each unit on. Progress: one
-    phase for all the splits (their count so far)."""
+    greedy placement) seeds each split's ILP with the side it puts each unit on.
+    ``deterministic_time`` (CP-SAT's deterministic seconds, shared equally by the splits like
+    the time limit) makes the answer independent of the machine's load while the wall-clock
+    limit does not bind first. Progress: one phase for all the splits (their count so far)."""
     with progress.phase(f"placement: bipartition ({backend})", time_limit, numbers=False) as ph:
-        return _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph)
+        return _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph, deterministic_time)
 
 
-def _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph) -> np.ndarray | None:
+def _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph, det_time=None) -> np.ndarray | None:
     units = Units(d)
     hint_slot = None if hint is None else np.array([hint[m[0]] for m in units.members], dtype=np.int64)
     U = len(units)
@@ -76,6 +79,7 @@ def _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph) -> np.n
     centres = [_centre(d, regions[0])]
     splits = max(d.num_slots - 1, 1)
     per_split = time_limit / splits
+    params = {} if det_time is None else {"max_deterministic_time": det_time / splits}
     queue = [0]
     log: list[dict] = []
     while queue:
@@ -86,7 +90,7 @@ def _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph) -> np.n
         axis, level, low, high = _split(d, region)
         members = np.flatnonzero(region_of == rid)
         side = _solve_split(d, units, members, region_of, regions, centres, axis, level, low, high,
-                            per_split, seed, backend, log, hint_slot, workers)
+                            per_split, seed, backend, log, hint_slot, workers, params)
         ph.update(detail=f"split {len(log)}/{splits}")
         if side is None:
             if stats is not None:
@@ -105,7 +109,7 @@ def _bipartition(d, time_limit, seed, backend, stats, hint, workers, ph) -> np.n
 
 
 def _solve_split(d, units, members, region_of, regions, centres, axis, level, low, high,
-                 time_limit, seed, backend, log, hint_slot=None, workers=8) -> np.ndarray | None:
+                 time_limit, seed, backend, log, hint_slot=None, workers=8, params=None) -> np.ndarray | None:
     coord = d.sy if axis == "y" else d.sx
     m = LinearModel("bipartition")
     t = m.add_vars(len(members), 0, 1, integer=True, names=[f"t[{u}]" for u in members.tolist()])
@@ -175,7 +179,8 @@ def _solve_split(d, units, members, region_of, regions, centres, axis, level, lo
         for i, u in enumerate(members.tolist()):
             if hint_slot[u] in high or hint_slot[u] in low:
                 m.hint(m.var(int(t[i])), 1.0 if hint_slot[u] in high else 0.0)
-    res = solve_model(m, backend, time_limit=time_limit, seed=seed, deterministic=True, workers=workers)
+    res = solve_model(m, backend, time_limit=time_limit, seed=seed, deterministic=True, workers=workers,
+                      params=params)
     log.append({"line": f"{axis} {level:g}", "units": len(members), "status": res.termination.value,
                 "time_s": round(res.wall_time_s, 4)})
     if res.values_array is None or res.termination in (Termination.INFEASIBLE,):

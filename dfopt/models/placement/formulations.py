@@ -6,7 +6,10 @@
 * ``bipartition`` — recursive two-way splits of the device, one small CP-SAT ILP per split
   (:mod:`.bipartition`), AutoBridge's method above ~200 tasks;
 * ``mip`` — the same ILP through a MIP backend (``highs`` by default; ``scip``, ``cbc``): the
-  AutoBridge formulation.
+  AutoBridge formulation;
+* ``lns`` — large-neighbourhood search from the better of greedy and bipartition: neighbourhoods
+  of the whole placement re-solved exactly on CP-SAT, the rest fixed (:mod:`.lns`); on the
+  500- and 2,000-kernel scale instances level with bipartition (docs/benchmarks.md).
 
 The exact formulations never return worse than their greedy hint.
 """
@@ -28,6 +31,7 @@ from dfopt.models.placement.conflict import explain_infeasible
 from dfopt.models.placement.data import PlacementData
 from dfopt.models.placement.decision import Placement
 from dfopt.models.placement.exact import bound_margin, build, decode, decode_binding, set_hint, solve_exact
+from dfopt.models.placement.lns import START_SHARE, SUB_BUDGET, lns_placement, min_distance, start_budget
 from dfopt.results import Termination
 
 if TYPE_CHECKING:
@@ -157,5 +161,45 @@ class Exact(Bounded):
         return Outcome(pp.decision(greedy), status, bound, backend, stats, limit_reached=limit)
 
 
+@dataclass(frozen=True)
+class Lns(Unbounded):
+    """Large-neighbourhood search (:mod:`.lns`) from the better of the greedy placement and
+    bipartition (run on ``START_SHARE`` of the limit, in CP-SAT deterministic time); its bound is
+    :func:`~.lns.min_distance`."""
+
+    name: str = "lns"
+    solvers: tuple = ("cpsat",)
+    bound: bool = True
+
+    def solve(self, pp: PlacementProblem, options: Options) -> Outcome:
+        t0 = time.perf_counter()
+        d = pp.data
+        starts: dict[str, np.ndarray] = {}
+        if pp.greedy is not None:
+            starts["greedy"] = pp.greedy
+        share = START_SHARE * options.time_limit
+        bip_stats: dict = {}
+        bip = bipartition_placement(d, time_limit=min(2 * share, 0.85 * options.time_limit), seed=options.seed,
+                                    stats=bip_stats, hint=pp.greedy if options.hint else None,
+                                    workers=options.workers,
+                                    deterministic_time=start_budget(share, d.n))
+        if bip is not None:
+            starts["bipartition"] = bip
+        if not starts:
+            no_placement(pp, options, "greedy and bipartition")
+        scores = {k: d.evaluate(a).objective for k, a in starts.items()}
+        first = min(scores, key=lambda k: (scores[k], k != "bipartition"))
+        stats: dict = {"start": first, "start_objectives": scores, "bipartition_splits": bip_stats.get("splits"),
+                       "time_start_s": time.perf_counter() - t0}
+        left = options.time_limit - (time.perf_counter() - t0)
+        assign = lns_placement(d, starts[first], time_limit=max(left, 0.0), seed=options.seed, stats=stats,
+                               budget=SUB_BUDGET, workers=options.workers)
+        proven = bool(stats.get("proven_optimal"))
+        objective = d.evaluate(assign).objective
+        bound = objective if proven else min_distance(d)
+        return Outcome(pp.decision(assign), Termination.OPTIMAL if proven else Termination.FEASIBLE, bound,
+                       "cpsat", stats, limit_reached=not proven)
+
+
 def formulations() -> tuple:
-    return (Exact("cpsat", ("cpsat",)), Greedy(), Bipartition(), Exact("mip", MIP_SOLVERS))
+    return (Exact("cpsat", ("cpsat",)), Greedy(), Bipartition(), Exact("mip", MIP_SOLVERS), Lns())
