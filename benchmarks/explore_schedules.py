@@ -68,13 +68,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))      # (a site-packages ``benchmark
 from schedule_runtime import (  # noqa: E402
     FIXED_VARIANTS,
     LONG_RUN_S,
-    SLOW_ORIGINAL_S,
     THREADS,
     all_kernels,
     compiler_version,
     describe,
     fmt_s,
     geomean,
+    measure_variants,
     shown,
     tune_candidates,
 )
@@ -82,7 +82,7 @@ from schedule_runtime import (  # noqa: E402
 from dfopt.errors import DfoptError  # noqa: E402
 from dfopt.explore import explore  # noqa: E402
 from dfopt.explore.report import decoded  # noqa: E402
-from dfopt.explore.runtime import CHECK_DATASETS, TIME_FLAGS, Measurement, RuntimeMeasure  # noqa: E402
+from dfopt.explore.runtime import CHECK_DATASETS, TIME_FLAGS, Measurement  # noqa: E402
 from dfopt.instance import load  # noqa: E402
 from dfopt.models.schedule.config import PRESETS  # noqa: E402
 from dfopt.progress import make_reporter, reporting  # noqa: E402
@@ -189,23 +189,6 @@ def explore_kernel(name: str, work: Path, trials: int, dataset: str, repeats: in
 
 # ---------------------------------------------------------------------------------------------- measure
 
-def open_measure(inst, name: str, dataset: str, repeat: int) -> tuple[RuntimeMeasure, str | None, float | None]:
-    """The measure at ``dataset``, or at medium when the original's first run there (the probe)
-    takes more than SLOW_ORIGINAL_S; with the dataset note and the probe's seconds."""
-    rt = RuntimeMeasure(inst, dataset, repeat, threads=THREADS, max_run_s=LONG_RUN_S)
-    first = rt.probe(3 * SLOW_ORIGINAL_S)
-    note = None
-    if first is not None and first > SLOW_ORIGINAL_S and dataset != "medium":
-        note = f"original {'>' + fmt_s(3 * SLOW_ORIGINAL_S) if first == math.inf else fmt_s(first)} at {dataset}"
-        log(f"  {note}: measuring {name} at medium")
-        rt.close()
-        rt = RuntimeMeasure(inst, "medium", repeat, threads=THREADS, max_run_s=LONG_RUN_S)
-        first = rt.probe(3 * SLOW_ORIGINAL_S)
-    if first is not None and math.isfinite(first):
-        log(f"    {'original':<16} {first:10.4f} s (probe)")
-    return rt, note, first
-
-
 def variant_record(options: dict | None, m: Measurement, orig: Measurement) -> dict:
     return {"options": options, "seconds": list(m.seconds), "min": m.min, "median": m.median,
             "check": dict(m.checks), "check_ok": m.checked, "checksum": m.checksum,
@@ -224,12 +207,7 @@ def measure_kernel(name: str, dataset: str, repeat: int, fixed: dict | None, exp
     if explored is not None:
         variants["explore"] = {**explored, **solve_settings}
     names = list(variants)
-    rt, note, first = open_measure(inst, name, dataset, repeat)
-    with rt:
-        base = first if first is not None and math.isfinite(first) else SLOW_ORIGINAL_S
-        results = rt.measure_all(list(variants.values()), timeout_s=min(max(120.0, 5 * base), 900.0),
-                                 on_run=lambda at, sec: log(f"    {'='.join(names[i] for i in at):<16} "
-                                                            f"{sec:10.4f} s"))
+    rt, note, results = measure_variants(inst, name, dataset, repeat, variants, log=log, width=16)
     orig = results[0]
     out = {v: variant_record(variants[v], m, orig) for v, m in zip(names, results)}
     if "explore" in out:

@@ -203,7 +203,12 @@ def tune(kernels: list[str], tuned_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- measurement
 
-def open_measure(inst, name: str, dataset: str, repeat: int) -> tuple[RuntimeMeasure, str | None, float | None]:
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def open_measure(inst, name: str, dataset: str, repeat: int, log=_say, width: int = 10
+                 ) -> tuple[RuntimeMeasure, str | None, float | None]:
     """The measure at ``dataset``, or at medium when the original's first run (the probe) there takes
     more than SLOW_ORIGINAL_S; with the dataset note and the probe's seconds."""
     rt = RuntimeMeasure(inst, dataset, repeat, threads=THREADS, max_run_s=LONG_RUN_S)
@@ -211,13 +216,27 @@ def open_measure(inst, name: str, dataset: str, repeat: int) -> tuple[RuntimeMea
     note = None
     if first is not None and first > SLOW_ORIGINAL_S and dataset != "medium":
         note = f"original {'>' + fmt_s(3 * SLOW_ORIGINAL_S) if first == math.inf else fmt_s(first)} at {dataset}"
-        print(f"  {note}: measuring {name} at medium", flush=True)
+        log(f"  {note}: measuring {name} at medium")
         rt.close()
         rt = RuntimeMeasure(inst, "medium", repeat, threads=THREADS, max_run_s=LONG_RUN_S)
         first = rt.probe(3 * SLOW_ORIGINAL_S)
     if first is not None and math.isfinite(first):
-        print(f"    {'original':<10} {first:10.4f} s (probe)", flush=True)
+        log(f"    {'original':<{width}} {first:10.4f} s (probe)")
     return rt, note, first
+
+
+def measure_variants(inst, name: str, dataset: str, repeat: int, variants: dict, log=_say, width: int = 10):
+    """``variants`` (name -> options, None for the original) of one kernel in one interleaved run
+    at ``dataset`` (or medium, :func:`open_measure`): (the measure, closed; its dataset note;
+    the Measurements in ``variants``' order)."""
+    names = list(variants)
+    rt, note, first = open_measure(inst, name, dataset, repeat, log, width)
+    with rt:
+        base = first if first is not None and math.isfinite(first) else SLOW_ORIGINAL_S
+        results = rt.measure_all(list(variants.values()), timeout_s=min(max(120.0, 5 * base), 900.0),
+                                 on_run=lambda at, sec: log(f"    {'='.join(names[i] for i in at):<{width}} "
+                                                            f"{sec:10.4f} s"))
+    return rt, note, results
 
 
 def record(kernel: str, variant: str, options: dict | None, m: Measurement, orig: Measurement, sizes: dict,
@@ -240,12 +259,7 @@ def measure_kernel(name: str, dataset: str, repeat: int, tuned: dict, meta: dict
     if tuned_opts is not None:
         variants["tuned"] = tuned_opts
     names = list(variants)
-    rt, note, first = open_measure(inst, name, dataset, repeat)
-    with rt:
-        base = first if first is not None and math.isfinite(first) else SLOW_ORIGINAL_S
-        results = rt.measure_all(list(variants.values()), timeout_s=min(max(120.0, 5 * base), 900.0),
-                                 on_run=lambda at, sec: print(f"    {'='.join(names[i] for i in at):<10} "
-                                                              f"{sec:10.4f} s", flush=True))
+    rt, note, results = measure_variants(inst, name, dataset, repeat, variants)
     sizes = rt.program.sizes[rt.dataset]
     orig = results[0]
     records = [record(name, v, variants[v], m, orig, sizes, note, meta) for v, m in zip(names, results)]
