@@ -1,17 +1,24 @@
-"""Write the shipped ONNX models ``instances/onnx/gpt2-block.onnx`` and
-``instances/onnx/llama-block.onnx``: transformer blocks built with ``onnx.helper`` the way
-``torch.onnx.export`` writes them (node names such as ``/attn/MatMul``, scalar ``Constant``
+"""Write the shipped ONNX models ``instances/onnx/gpt2-block.onnx``,
+``instances/onnx/llama-block.onnx`` and ``instances/onnx/resnet-block.onnx``: blocks built with
+``onnx.helper`` the way ``torch.onnx.export`` writes them (node names such as ``/attn/MatMul``, scalar ``Constant``
 nodes, ``Add(bias, MatMul)`` for a Linear on 3-D input, Reshape targets computed by
 Shape / Gather / Unsqueeze / Concat chains), with random float32 weights (seed 0).
 
 - GPT-2 block (opset 17): hidden 256, 4 heads of 64, sequence 32, batch 1; LayerNormalization,
-  biased q/k/v/o projections, ``(Q K^T) / 8 -> Softmax -> V`` (no causal mask), residual Add,
+  biased q/k/v/o projections, ``(Q K^T) / 8 + causal mask -> Softmax -> V`` (the mask a
+  constant Add of -inf above the diagonal), residual Add,
   LayerNormalization, Linear 256x384, erf-form GELU (``F.gelu``), Linear 384x256, residual Add.
   The FFN is 1.5x (not GPT-2's 4x) so the file stays under 2 MB.
-- LLaMA-style block (opset 18, ReduceMean axes as an input): hidden 256, 4 heads of 64,
-  sequence 32; the RMSNorm chain of Hugging Face's ``LlamaRMSNorm`` (Cast, Pow 2, ReduceMean,
-  Add eps, Sqrt, ``1 / sqrt``, Mul, Cast, Mul weight), q/k/v/o without biases, ``(Q K^T) *
-  0.125``, SwiGLU ``x * sigmoid(x) * up`` with FFN 256, no rotary embedding.
+- LLaMA-style block (opset 18, ReduceMean axes as an input): hidden 256, 4 query heads of 64
+  and 2 key/value heads (grouped-query attention: ``repeat_kv`` as Unsqueeze / Expand /
+  Reshape), sequence 32; the RMSNorm chain of Hugging Face's ``LlamaRMSNorm`` (Cast, Pow 2,
+  ReduceMean, Add eps, Sqrt, ``1 / sqrt``, Mul, Cast, Mul weight), q/k/v/o without biases, the
+  rotary embedding on q and k (``LlamaRotaryEmbedding`` at static positions: inv_freq, Cos, Sin,
+  folded; ``rotate_half`` by two Slices, Neg and Concat), ``(Q K^T) * 0.125``, SwiGLU
+  ``x * sigmoid(x) * up`` with FFN 256.
+- ResNet basic block (opset 17): 16 channels of 16 x 16, batch 1; Conv 3x3 -> BatchNormalization
+  -> Relu -> Conv 3x3 -> BatchNormalization, the identity added, Relu (torchvision's
+  ``BasicBlock`` in inference).
 
     python benchmarks/make_onnx_models.py [--out instances/onnx]
 
@@ -145,6 +152,40 @@ class Builder:
     def silu(self, x: str, scope: str) -> str:
         return self.node("Mul", [x, self.node("Sigmoid", [x], scope)], scope)
 
+    def rotary_tables(self, d: int, seq: int, scope: str, base: float = 10000.0) -> tuple[str, str]:
+        """``LlamaRotaryEmbedding`` at static positions: ``inv_freq`` (an initializer) times the
+        positions 0..S-1, the angles concatenated twice, ``Cos`` and ``Sin``, unsqueezed to
+        ``[1, 1, S, d]`` (all folded by the import)."""
+        inv = self.init(f"{scope.strip('/').replace('/', '.')}.inv_freq",
+                        (1.0 / base ** (np.arange(0, d, 2, dtype=np.float32) / d)).astype(np.float32))
+        pos = self.node("Constant", [], scope, value=numpy_helper.from_array(np.arange(seq, dtype=np.float32)))
+        freqs = self.node("Mul", [self.node("Unsqueeze", [pos, self.ints([1], scope)], scope),
+                                  self.node("Unsqueeze", [inv, self.ints([0], scope)], scope)], scope)
+        emb = self.node("Concat", [freqs, freqs], scope, axis=-1)
+        tables = []
+        for op in ("Cos", "Sin"):
+            tables.append(self.node("Unsqueeze", [self.node(op, [emb], scope), self.ints([0, 1], scope)], scope))
+        return tables[0], tables[1]
+
+    def rope(self, x: str, cos: str, sin: str, d: int, scope: str, split: bool = False) -> str:
+        """``apply_rotary_pos_emb``: ``x * cos + rotate_half(x) * sin``, the halves by two Slices
+        (torch's ``x[..., :d/2]``, ``x[..., d/2:]`` with INT64_MAX as the end) or one Split."""
+        if split:
+            kw = {"num_outputs": 2} if self.opset >= 18 else {}
+            extra = [] if self.opset >= 18 else [self.ints([d // 2, d // 2], scope)]
+            k = self.count[(scope, "Split")]
+            self.count[(scope, "Split")] += 1
+            name = f"{scope}/Split" + (f"_{k}" if k else "")
+            x1, x2 = f"{name}_output_0", f"{name}_output_1"
+            self.nodes.append(helper.make_node("Split", [x, *extra], [x1, x2], name=name, axis=-1, **kw))
+        else:
+            x1 = self.node("Slice", [x, self.ints([0], scope), self.ints([d // 2], scope), self.ints([-1], scope)],
+                           scope)
+            x2 = self.node("Slice", [x, self.ints([d // 2], scope), self.ints([2 ** 63 - 1], scope),
+                                     self.ints([-1], scope)], scope)
+        rotated = self.node("Concat", [self.node("Neg", [x2], scope), x1], scope, axis=-1)
+        return self.node("Add", [self.node("Mul", [x, cos], scope), self.node("Mul", [rotated, sin], scope)], scope)
+
     def split_heads(self, x: str, heads: int, scope: str, perm: list[int], dynamic: bool) -> str:
         """``view(B, S, H, D)`` (the target from a Shape chain when ``dynamic``) and ``permute``."""
         if dynamic:
@@ -156,9 +197,12 @@ class Builder:
             target = self.ints([1, SEQ, heads, -1], scope)
         return self.node("Transpose", [self.node("Reshape", [x, target], scope)], scope, perm=perm)
 
-    def attention(self, x: str, hidden: int, heads: int, scope: str, bias: bool, scale: str = "div") -> str:
+    def attention(self, x: str, hidden: int, heads: int, scope: str, bias: bool, scale: str = "div",
+                  causal: bool = False) -> str:
         """q/k/v projections, ``Q K^T`` scaled (``scale``: div by sqrt(d), mul by 1/sqrt(d), or sdpa:
-        sqrt of the scale on Q and on K^T), Softmax, ``@ V``, heads merged, o projection."""
+        sqrt of the scale on Q and on K^T), with ``causal`` the Add of the constant ``[1, 1, S, S]``
+        mask (0 on and below the diagonal, -inf above: torch's folded ``is_causal``), Softmax,
+        ``@ V``, heads merged, o projection."""
         d = hidden // heads
         q = self.split_heads(self.linear(x, hidden, hidden, f"{scope}/q_proj", bias), heads, scope, [0, 2, 1, 3], True)
         k = self.split_heads(self.linear(x, hidden, hidden, f"{scope}/k_proj", bias), heads, scope, [0, 2, 3, 1],
@@ -173,10 +217,42 @@ class Builder:
             s = self.node("Div", [s, self.scalar(math.sqrt(d), scope)], scope)
         elif scale == "mul":
             s = self.node("Mul", [s, self.scalar(1 / math.sqrt(d), scope)], scope)
+        if causal:
+            tri = np.triu(np.full((SEQ, SEQ), -np.inf, np.float32), k=1).reshape(1, 1, SEQ, SEQ)
+            s = self.node("Add", [s, self.init(f"{scope.strip('/')}.causal_mask", tri)], scope)
         p = self.node("Softmax", [s], scope, axis=-1)
         ctx = self.node("Transpose", [self.node("MatMul", [p, v], scope)], scope, perm=[0, 2, 1, 3])
         ctx = self.node("Reshape", [ctx, self.ints([1, SEQ, hidden], scope)], scope)
         return self.linear(ctx, hidden, hidden, f"{scope}/o_proj", bias)
+
+    def llama_attention(self, x: str, hidden: int, heads: int, kv_heads: int, scope: str, seq: int = SEQ) -> str:
+        """``LlamaAttention``: q/k/v projections without bias (k and v to ``kv_heads`` heads),
+        heads split to ``[1, H, S, d]``, the rotary embedding on q and k, ``repeat_kv`` (Unsqueeze,
+        Expand, Reshape) when ``kv_heads < heads``, ``(Q K^T) * d^-0.5``, Softmax, ``@ V``, o."""
+        d = hidden // heads
+        cos, sin = self.rotary_tables(d, seq, f"{scope}/rotary_emb")
+
+        def split(t: str, n: int) -> str:
+            shaped = self.node("Reshape", [t, self.ints([1, seq, n, d], scope)], scope)
+            return self.node("Transpose", [shaped], scope, perm=[0, 2, 1, 3])
+
+        q = self.rope(split(self.linear(x, hidden, hidden, f"{scope}/q_proj", False), heads), cos, sin, d, scope)
+        k = self.rope(split(self.linear(x, hidden, kv_heads * d, f"{scope}/k_proj", False), kv_heads), cos, sin, d,
+                      scope)
+        v = split(self.linear(x, hidden, kv_heads * d, f"{scope}/v_proj", False), kv_heads)
+        if kv_heads != heads:
+            k, v = (self.repeat_kv(t, kv_heads, heads // kv_heads, seq, d, scope) for t in (k, v))
+        s = self.node("MatMul", [q, self.node("Transpose", [k], scope, perm=[0, 1, 3, 2])], scope)
+        p = self.node("Softmax", [self.node("Mul", [s, self.scalar(1 / math.sqrt(d), scope)], scope)], scope, axis=-1)
+        ctx = self.node("Transpose", [self.node("MatMul", [p, v], scope)], scope, perm=[0, 2, 1, 3])
+        ctx = self.node("Reshape", [ctx, self.ints([1, seq, hidden], scope)], scope)
+        return self.linear(ctx, hidden, hidden, f"{scope}/o_proj", False)
+
+    def repeat_kv(self, t: str, kv_heads: int, n_rep: int, seq: int, d: int, scope: str) -> str:
+        """``repeat_kv``: ``t[:, :, None].expand(1, kv, n_rep, S, d).reshape(1, kv * n_rep, S, d)``."""
+        wide = self.node("Expand", [self.node("Unsqueeze", [t, self.ints([2], scope)], scope),
+                                    self.ints([1, kv_heads, n_rep, seq, d], scope)], scope)
+        return self.node("Reshape", [wide, self.ints([1, kv_heads * n_rep, seq, d], scope)], scope)
 
 
 def gpt2_block(hidden: int = HIDDEN, heads: int = HEADS, ffn: int = 384, seed: int = 0,
@@ -185,7 +261,7 @@ def gpt2_block(hidden: int = HIDDEN, heads: int = HEADS, ffn: int = 384, seed: i
     import of the erf form equals exactly)."""
     b = Builder(17, seed)
     x = "hidden_states"
-    a = b.attention(b.layernorm(x, hidden, "/ln_1"), hidden, heads, "/attn", bias=True, scale="div")
+    a = b.attention(b.layernorm(x, hidden, "/ln_1"), hidden, heads, "/attn", bias=True, scale="div", causal=True)
     r1 = b.node("Add", [x, a], "")
     fc = b.linear(b.layernorm(r1, hidden, "/ln_2"), hidden, ffn, "/mlp/c_fc")
     h = b.gelu_erf(fc, "/mlp/act") if gelu == "erf" else b.gelu_tanh(fc, "/mlp/act")
@@ -194,10 +270,11 @@ def gpt2_block(hidden: int = HIDDEN, heads: int = HEADS, ffn: int = 384, seed: i
     return b.model([(x, [1, SEQ, hidden])], [("output", [1, SEQ, hidden])], "gpt2_block")
 
 
-def llama_block(hidden: int = HIDDEN, heads: int = HEADS, ffn: int = 256, seed: int = 0) -> onnx.ModelProto:
+def llama_block(hidden: int = HIDDEN, heads: int = HEADS, ffn: int = 256, seed: int = 0,
+                kv_heads: int = 2) -> onnx.ModelProto:
     b = Builder(18, seed)
     x = "hidden_states"
-    a = b.attention(b.rmsnorm(x, hidden, "/input_layernorm"), hidden, heads, "/self_attn", bias=False, scale="mul")
+    a = b.llama_attention(b.rmsnorm(x, hidden, "/input_layernorm"), hidden, heads, kv_heads, "/self_attn")
     r1 = b.node("Add", [x, a], "")
     h = b.rmsnorm(r1, hidden, "/post_attention_layernorm")
     gate = b.silu(b.linear(h, hidden, ffn, "/mlp/gate_proj", bias=False), "/mlp/act_fn")
@@ -207,7 +284,44 @@ def llama_block(hidden: int = HIDDEN, heads: int = HEADS, ffn: int = 256, seed: 
     return b.model([(x, [1, SEQ, hidden])], [("output", [1, SEQ, hidden])], "llama_block")
 
 
-MODELS = {"gpt2-block": gpt2_block, "llama-block": llama_block}
+def resnet_block(channels: int = 16, size: int = 16, seed: int = 0) -> onnx.ModelProto:
+    """torchvision's ``BasicBlock`` (opset 17, NCHW, batch 1): Conv 3x3 (no bias) ->
+    BatchNormalization -> Relu -> Conv 3x3 -> BatchNormalization -> Add of the identity -> Relu;
+    the BatchNormalizations with random inference statistics."""
+    b = Builder(17, seed)
+    x = "input"
+    h = x
+    for i in (1, 2):
+        fan_in = channels * 9
+        h = b.node("Conv", [h, b.weight(f"conv{i}.weight", (channels, channels, 3, 3), std=1 / math.sqrt(fan_in))],
+                   f"/conv{i}", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+        params = [b.weight(f"bn{i}.weight", (channels,), std=0.1, mean=1.0), b.weight(f"bn{i}.bias", (channels,),
+                  std=0.1), b.weight(f"bn{i}.running_mean", (channels,), std=0.1),
+                  b.init(f"bn{i}.running_var", b.rng.uniform(0.5, 1.5, channels).astype(np.float32))]
+        h = b.node("BatchNormalization", [h, *params], f"/bn{i}", epsilon=1e-5, momentum=0.9)
+        if i == 1:
+            h = b.node("Relu", [h], "/relu")
+    s = b.node("Add", [h, x], "")
+    b.nodes.append(helper.make_node("Relu", [s], ["output"], name="/relu_1/Relu"))
+    shape = [1, channels, size, size]
+    return b.model([(x, shape)], [("output", shape)], "resnet_block")
+
+
+def mlp(sizes: tuple = (16, 64, 32, 32, 5), batch: int = 8, seed: int = 0) -> onnx.ModelProto:
+    """hls4ml's jet-tagging MLP (opset 13): Gemm layers (``transB=1``, as torch exports ``nn.Linear``
+    on 2-D input) 16 -> 64 -> 32 -> 32 -> 5 with Relu between and a Softmax at the end."""
+    b = Builder(13, seed)
+    h = "input"
+    for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        w = b.weight(f"fc{i + 1}.weight", (n_out, n_in), std=1 / math.sqrt(n_in))
+        h = b.node("Gemm", [h, w, b.weight(f"fc{i + 1}.bias", (n_out,), std=0.1)], f"/fc{i + 1}", transB=1)
+        if i < len(sizes) - 2:
+            h = b.node("Relu", [h], f"/relu{i + 1}")
+    b.nodes.append(helper.make_node("Softmax", [h], ["output"], name="/softmax/Softmax", axis=-1))
+    return b.model([("input", [batch, sizes[0]])], [("output", [batch, sizes[-1]])], "mlp")
+
+
+MODELS = {"gpt2-block": gpt2_block, "llama-block": llama_block, "resnet-block": resnet_block, "mlp": mlp}
 
 
 def main(argv: list[str] | None = None) -> int:

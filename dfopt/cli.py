@@ -17,7 +17,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dfopt import __version__
 from dfopt.errors import DfoptError, InfeasibleError, InstanceError, NoSolutionError
@@ -213,16 +213,31 @@ def _add_import_flags(p) -> None:
     p.add_argument("--input-shape", action="append", default=None, metavar="NAME=1x32",
                    help="the shape of a graph input (repeat for several inputs)")
     p.add_argument("--name", default=None, help="the instance's name (default: the model file's name)")
+    p.add_argument("--inputs", default=None, metavar="FILE.npz",
+                   help="the model's inputs (arrays keyed by the ONNX graph's input names) for the import's check "
+                        "against onnx.reference and the emitted test bench (default: random)")
 
 
-_IMPORT_FLAGS = ("platform", "batch", "dtype", "input_shape", "name")
+_IMPORT_FLAGS = ("platform", "batch", "dtype", "input_shape", "name", "inputs")
 
 
-def _onnx_instance(path: str, args) -> tuple[dict, tuple]:
-    from dfopt.frontend import input_shapes, onnx_instance
+def _onnx_instance(path: str, args) -> tuple[dict, tuple, Any]:
+    """The instance of the model at ``path``, the import's notes and its
+    :class:`~dfopt.frontend.data.ModelData` (the weights, the inputs and the ONNX reference's
+    outputs); a translation that disagrees with ``onnx.reference`` is a front-end fault."""
+    from dfopt.frontend import import_onnx, input_shapes
+    from dfopt.frontend.data import model_data, onnx_inputs, read_inputs
+    from dfopt.frontend.onnx_import import instance_dict, load_model
 
-    return onnx_instance(path, input_shapes=input_shapes(args.input_shape), batch=args.batch, dtype=args.dtype,
-                         platform=args.platform, name=args.name)
+    imported = import_onnx(path, input_shapes=input_shapes(args.input_shape), batch=args.batch, dtype=args.dtype)
+    model = load_model(path)
+    given = None if args.inputs is None else read_inputs(args.inputs, onnx_inputs(model, imported))
+    data = model_data(model, imported, given)
+    check = data.check()
+    checked = (f"checked against onnx.reference on {data.inputs} inputs: "
+               f"{'max abs error ' + format(data.max_error(), '.3g') if check.ok else 'MISMATCH'}")
+    return instance_dict(imported, path, platform=args.platform, name=args.name, checked=checked), \
+        imported.notes, data
 
 
 def _load_instance(args):
@@ -235,7 +250,7 @@ def _load_instance(args):
             raise InstanceError(f"applies to an ONNX model (MODEL.onnx), not to {args.instance}",
                                 pointer="--" + given[0].replace("_", "-"))
         return load(args.instance)
-    data, notes = _onnx_instance(args.instance, args)
+    data, notes, args.model_data = _onnx_instance(args.instance, args)
     for note in notes:
         sys.stderr.write(f"dfopt: note: {note}\n")
     return from_dict(data, source=args.instance)
@@ -316,10 +331,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
         _check_outputs(args)
         options = driver.make_options(instance, _flag_options(args), origin="flag")
         solution = driver.solve(instance, options)
+    model = getattr(args, "model_data", None)
+    if model is not None:                       # an imported model: the import's own check counts too
+        solution.checks.append(model.check())
     written = None
     with _writing("--emit-dir"):
         if solution.ok and args.emit_dir:
-            written = problem.emit(instance, solution, args.emit_dir, options=options)
+            extra = {} if model is None else {"data": model}
+            written = problem.emit(instance, solution, args.emit_dir, options=options, **extra)
     with _writing("--output"):
         if args.output and (solution.ok or args.keep_failed):
             solution.rejected = not solution.ok
@@ -374,7 +393,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from dfopt.io import check_output_file, write_json_atomic
 
     check_output_file(args.output, "--output")
-    data, notes = _onnx_instance(args.model, args)
+    data, notes, model = _onnx_instance(args.model, args)
+    check = model.check()
+    if not check.ok:
+        raise InstanceError("the imported operator graph disagrees with onnx.reference (a front-end fault; please "
+                            "report it with the model): " + "; ".join(check.details), pointer="/graph")
     from_dict(data, source=args.model)           # what dfopt solve will load: the platform, the graph
     with _writing("--output"):
         write_json_atomic(args.output, data)

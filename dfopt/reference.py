@@ -16,7 +16,15 @@ Arithmetic per dtype (:data:`STORAGE` maps a dtype to the NumPy type its values 
 approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), or with ``approximate: none`` the exact
 0.5x(1 + erf(x / sqrt 2)); ``softmax`` subtracts the row maximum; ``mask`` sets the elements
 whose key index (last axis) exceeds the query index (second to last) + ``offset`` to ``value``
-rounded to the dtype (f16: -1e9 becomes -inf).
+rounded to the dtype (f16: -1e9 becomes -inf); ``unary`` applies its ``fn`` (as C does: a
+``sqrt`` of a negative number is NaN, a ``reciprocal`` of 0 infinite); ``reduce`` reduces the last
+axis (an integer ``sum`` wraps around like the other integer ops); ``rope`` is the rotary
+embedding of the last axis, ``x * cos + rotate_half(x) * sin`` with :func:`rotate_half` (the
+"rotate half" form of GPT-NeoX and Llama). The movers copy values: ``concat``, ``slice``,
+``expand`` are NumPy's concatenate, basic slicing and broadcast; ``embedding`` takes row
+``ids[...]`` of its table and raises ``ValueError`` for an id outside the table's rows.
+``conv2d`` is ONNX's Conv (zero padding, groups, dilation 1), accumulated in float64; ``pool`` is
+MaxPool (padding never wins) or AveragePool (``count_include_pad`` as ONNX's), floor output sizes.
 
 >>> from dfopt.ir.opgraph import OpGraph
 >>> g = OpGraph.from_dict({"tensors": {"x": {"shape": [2, 3], "dtype": "f32"}},
@@ -157,6 +165,100 @@ def _mask(op: Op, x):
     return np.where(causal_mask(x.shape[-2], x.shape[-1], op.attrs["offset"]), fill, x)
 
 
+def _unary(op: Op, x):
+    t = x.dtype.type
+    fn = op.attrs["fn"]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # as C: inf, nan
+        if fn == "erf":
+            from scipy.special import erf
+
+            return erf(x).astype(x.dtype)
+        if fn == "sigmoid":
+            return t(1) / (t(1) + np.exp(-x))
+        if fn == "rsqrt":
+            return t(1) / np.sqrt(x)
+        if fn == "reciprocal":
+            return t(1) / x
+        if fn == "square":
+            return x * x
+        if fn == "pow":
+            return np.power(x, t(op.attrs["exponent"]))
+        return {"exp": np.exp, "tanh": np.tanh, "sqrt": np.sqrt, "neg": np.negative, "abs": np.abs}[fn](x)
+
+
+def _reduce(op: Op, x):
+    keep = bool(op.attrs["keepdims"])
+    how = op.attrs["reduction"]
+    if how == "sum":
+        return np.sum(x, axis=-1, keepdims=keep)
+    if how == "mean":
+        return np.mean(x, axis=-1, keepdims=keep)
+    return (np.max if how == "max" else np.min)(x, axis=-1, keepdims=keep)
+
+
+def rotate_half(x: np.ndarray) -> np.ndarray:
+    """``[-x2, x1]`` of the halves ``[x1, x2]`` of the last axis (rotary embedding's rotation).
+
+    >>> rotate_half(np.array([1.0, 2.0, 3.0, 4.0])).tolist()
+    [-3.0, -4.0, 1.0, 2.0]
+    """
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def _rope(op: Op, x, cos, sin):
+    return x * cos + rotate_half(x) * sin
+
+
+def _embedding(op: Op, ids, table):
+    """Row ``ids[...]`` of the table per id; an id outside ``[0, rows)`` is bad input (ONNX Gather's
+    error; the HLS kernel, which cannot fail, clamps it)."""
+    bad = (ids < 0) | (ids >= table.shape[0])
+    if bad.any():
+        raise ValueError(f"op {op.name} (embedding): id {int(ids[bad].flat[0])} is outside the table's rows "
+                         f"[0, {table.shape[0]})")
+    return table[ids]
+
+
+def _windows(op: Op, x, kernel: tuple, fill: float) -> np.ndarray:
+    """``[N, C, Ho, Wo, kh, kw]``: the ``kernel`` window under every output element of a conv2d or
+    pool over x, padded with ``fill``."""
+    top, left, bottom, right = op.attrs["pads"]
+    kh, kw = kernel
+    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
+    sh, sw = op.attrs["strides"]
+    return np.lib.stride_tricks.sliding_window_view(padded, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+
+
+def _conv2d(op: Op, x, w, b=None):
+    """Each group's output channels from its ``C / groups`` input channels, accumulated in float64
+    and rounded to the dtype once (the HLS kernel accumulates in the dtype: within tolerance)."""
+    o, cg, kh, kw = w.shape
+    g = op.attrs["groups"]
+    win = _windows(op, x, (kh, kw), 0.0)
+    n, _, ho, wo = win.shape[:4]
+    win = win.reshape(n, g, cg, ho, wo, kh, kw).astype(np.float64)
+    y = np.einsum("ngchwij,gocij->ngohw", win, w.reshape(g, o // g, cg, kh, kw).astype(np.float64))
+    y = y.reshape(n, o, ho, wo)
+    if b is not None:
+        y = y + b.astype(np.float64)[None, :, None, None]
+    return y.astype(x.dtype)
+
+
+def _pool(op: Op, x):
+    """max (padding never wins) or avg (divided by ``kh x kw`` with ``count_include_pad``, else by
+    the window's elements inside x), as ONNX's MaxPool and AveragePool."""
+    kernel = op.attrs["kernel"]
+    if op.attrs["mode"] == "max":
+        return _windows(op, x, kernel, -np.inf).max(axis=(-2, -1)).astype(x.dtype)
+    total = _windows(op, x.astype(np.float64), kernel, 0.0).sum(axis=(-2, -1))
+    if op.attrs["count_include_pad"]:
+        count = float(math.prod(kernel))
+    else:
+        count = _windows(op, np.ones((1, 1, *x.shape[2:])), kernel, 0.0).sum(axis=(-2, -1))
+    return (total / count).astype(x.dtype)
+
+
 _KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "matmul": _matmul,
     "add": lambda op, x, y: x + y,
@@ -170,6 +272,17 @@ _KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "transpose": lambda op, x: np.transpose(x, op.attrs["perm"]),
     "reshape": lambda op, x: x.reshape(op.attrs["shape"]),
     "mask": _mask,
+    "sub": lambda op, x, y: x - y,
+    "div": lambda op, x, y: x / y,
+    "unary": _unary,
+    "reduce": _reduce,
+    "rope": _rope,
+    "concat": lambda op, *xs: np.concatenate(xs, axis=op.attrs["axis"]),
+    "slice": lambda op, x: x[tuple(slice(*a) for a in zip(op.attrs["starts"], op.attrs["ends"], op.attrs["steps"]))],
+    "expand": lambda op, x: np.broadcast_to(x, op.attrs["shape"]),
+    "embedding": _embedding,
+    "conv2d": _conv2d,
+    "pool": _pool,
 }
 
 
@@ -179,10 +292,13 @@ def random_inputs(graph: OpGraph, seed: int = 0) -> dict[str, np.ndarray]:
     """Deterministic values for the graph's inputs and weights, chosen by role so that
     activations stay of order 1 (softmax and gelu well conditioned):
 
-    - the B operand of a matmul: normal / sqrt(K) (K the contracted dimension);
-    - gamma of a norm, or a vector that ``mul`` broadcasts: 1 + 0.1 normal;
+    - the B operand of a matmul: normal / sqrt(K) (K the contracted dimension); a conv2d's W:
+      normal / sqrt(C / groups x kh x kw), its B 0.1 normal;
+    - gamma of a norm, or a vector that ``mul`` broadcasts, a divisor, the operand of a ``unary``
+      sqrt, rsqrt, reciprocal or pow: 1 + 0.1 normal (away from 0 and from negative roots);
     - beta of ``layernorm``, or a vector that ``add`` broadcasts (a bias): 0.1 normal;
-    - anything else: 0.5 normal. Integer dtypes: uniform integers in [-3, 3].
+    - anything else: 0.5 normal. Integer dtypes: uniform integers in [-3, 3]; the ids of an
+      ``embedding``: uniform in [0, rows) of its table.
 
     Each tensor draws from its own stream (seeded by ``seed`` and its name), so adding a tensor
     does not change the others' values.
@@ -198,13 +314,27 @@ def random_inputs(graph: OpGraph, seed: int = 0) -> dict[str, np.ndarray]:
         spec = graph.tensors[name]
         rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
         values: np.ndarray
-        if np.issubdtype(STORAGE[spec.dtype], np.integer):
+        rows = _embedding_rows(graph, name)
+        if rows:
+            values = rng.integers(0, rows, size=spec.shape)
+        elif np.issubdtype(STORAGE[spec.dtype], np.integer):
             values = rng.integers(-3, 4, size=spec.shape)
         else:
             mean, std = _role_scale(graph, name)
             values = mean + std * rng.standard_normal(spec.shape)
         out[name] = _store(values, spec.dtype)
     return out
+
+
+_POSITIVE_FNS = ("sqrt", "rsqrt", "reciprocal", "pow")
+
+
+def _embedding_rows(graph: OpGraph, name: str) -> int:
+    """The table rows of the first ``embedding`` that reads ``name`` as its ids (0: none does)."""
+    for op in graph.consumers(name):
+        if op.op == "embedding" and op.inputs[0] == name:
+            return graph.tensors[op.inputs[1]].shape[0]
+    return 0
 
 
 def _role_scale(graph: OpGraph, name: str) -> tuple[float, float]:
@@ -216,7 +346,11 @@ def _role_scale(graph: OpGraph, name: str) -> tuple[float, float]:
             shape = graph.tensors[name].shape
             k = shape[-1] if op.attrs["transpose_b"] else shape[-2]
             return 0.0, 1 / math.sqrt(k)
+        if op.op == "conv2d" and j > 0:          # W: normal / sqrt(fan-in); B: a bias
+            return (0.0, 1 / math.sqrt(math.prod(graph.tensors[name].shape[1:]))) if j == 1 else (0.0, 0.1)
         if (op.op in ("layernorm", "rmsnorm") and j == 1) or (op.op == "mul" and j == 1 and rank == 1):
+            return 1.0, 0.1
+        if (op.op == "div" and j == 1) or (op.op == "unary" and op.attrs["fn"] in _POSITIVE_FNS):
             return 1.0, 0.1
         if (op.op == "layernorm" and j == 2) or (op.op == "add" and j == 1 and rank == 1):
             return 0.0, 0.1

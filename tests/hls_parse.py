@@ -20,7 +20,7 @@ DECL = re.compile(r"^void (\w+)\((.*)\);")
 FOR = re.compile(r"^\s*for \(int (\w+) = 0; \1 < (\d+); \+\+\1\) \{")
 PIPELINE = re.compile(r"^\s*#pragma HLS pipeline II=(\d+)")
 MAXI = re.compile(r"^#pragma HLS interface m_axi port=(\w+) offset=slave bundle=(\w+)")
-CBITS = {"float": 32, "double": 64}
+CBITS = {"float": 32, "double": 64, "int": 32}
 
 
 @dataclass
@@ -67,7 +67,7 @@ def parameters(kernels_h: str) -> dict[str, list[tuple[str, str]]]:
     for line in kernels_h.splitlines():
         if m := DECL.match(line):
             params = []
-            for p in re.split(r",\s*(?=hls::|const |float|double)", m.group(2)):
+            for p in re.split(r",\s*(?=hls::|const |float|double|int)", m.group(2)):
                 typ, _, name = p.strip().rpartition(" ")
                 params.append((name.lstrip("&*"), typ))
             out[m.group(1)] = params

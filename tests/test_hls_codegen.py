@@ -359,7 +359,7 @@ def test_f16_is_refused_and_leaves_no_folder(tmp_path):
     g = OpGraph.from_dict({"tensors": {"x": _t([8, 4], "f16"), "w": _t([4, 4], "f16", "weight")},
                            "ops": [{"name": "fc1", "op": "matmul", "inputs": ["x", "w"], "output": "y"}],
                            "outputs": ["y"]})
-    with pytest.raises(CodegenError, match=r"op fc1: dtype f16 cannot be emitted by the HLS target \(f32, f64\)"):
+    with pytest.raises(CodegenError, match=r"op fc1: dtype f16 cannot be emitted by the HLS target \(f32, f64, i32\)"):
         emit_design(g, tile_graph(g, 4), {}, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
 

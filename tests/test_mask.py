@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import hls_parse as P
+from csim import both_csims
 from dfopt.errors import InstanceError
 from dfopt.frontend import import_onnx
 from dfopt.ir.opgraph import OpGraph
@@ -204,7 +205,6 @@ def test_causal_attention_solves_emits_and_passes_both_csim_models(tmp_path, hea
     from dfopt.instance import from_dict
     from dfopt.models.pipeline import emit
     from dfopt.models.tiling.tiler import tile_graph
-    from tools import tool
 
     inst = from_dict(_attention_instance(heads, queries, keys, offset, tile))
     sol = solve_instance(inst, time_limit=20)
@@ -221,11 +221,7 @@ def test_causal_attention_solves_emits_and_passes_both_csim_models(tmp_path, hea
         assert P.compute_cycles(bodies["k_" + re.sub(r"\W", "_", k.name)]) == k.ii * stream.src_type.tokens, k.name
     if shutil.which("g++") is None or shutil.which("make") is None:
         pytest.skip("g++ and make are needed to build the generated C++")
-    vitis = tool("vitis-stream")
-    res = subprocess.run(["make", "-s", "-C", str(out), "csim"], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0 and "PASS" in res.stdout.splitlines(), res.stdout[-2000:] + res.stderr[-2000:]
-    res = subprocess.run([str(vitis / "csim-vitis.sh"), str(out)], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0 and res.stdout.startswith("PASS "), res.stdout[-2000:] + res.stderr[-2000:]
+    both_csims(out)
 
 
 @pytest.mark.slow
@@ -236,11 +232,9 @@ def test_onnx_attention_with_a_causal_mask_passes_both_csim_models(tmp_path):
     from dfopt.frontend import onnx_instance
     from dfopt.instance import from_dict
     from dfopt.models.pipeline import emit
-    from tools import tool
 
     if shutil.which("g++") is None or shutil.which("make") is None:
         pytest.skip("g++ and make are needed to build the generated C++")
-    vitis = tool("vitis-stream")
     model = tmp_path / "causal.onnx"
     model.write_bytes(_attention(17, "div", mask="causal").SerializeToString())
     data, _ = onnx_instance(str(model))
@@ -250,10 +244,7 @@ def test_onnx_attention_with_a_causal_mask_passes_both_csim_models(tmp_path):
     assert sol.ok
     out = tmp_path / "design"
     emit(inst, sol, out)
-    res = subprocess.run(["make", "-s", "-C", str(out), "csim"], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0 and "PASS" in res.stdout.splitlines(), res.stdout[-2000:] + res.stderr[-2000:]
-    res = subprocess.run([str(vitis / "csim-vitis.sh"), str(out)], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0 and res.stdout.startswith("PASS "), res.stdout[-2000:] + res.stderr[-2000:]
+    both_csims(out)
 
 
 @pytest.mark.parametrize("tile,budget", [(3, 5), (9, 64)])

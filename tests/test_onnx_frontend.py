@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+from csim import both_csims
 from dfopt.cli import main
 from dfopt.errors import InstanceError
 from dfopt.frontend import from_onnx, from_torch, import_onnx
@@ -48,14 +49,15 @@ def _w(*shape, mean=0.0, seed=1):
     return (mean + np.random.default_rng(seed).standard_normal(shape)).astype(np.float32)
 
 
-def check(model, atol=None, reference=None, **kw):
+def check(model, atol=None, reference=None, feeds=None, **kw):
     """Import ``model``, run both evaluators on random inputs, compare every output; the import.
-    ``reference``: the model ``onnx.reference`` runs instead (same inputs and outputs)."""
+    ``reference``: the model ``onnx.reference`` runs instead (same inputs and outputs); ``feeds``:
+    the values of some inputs by ONNX name (token ids in range), the others random."""
     imported = import_onnx(model, **kw)
     rng = np.random.default_rng(0)
-    feeds = {}
+    feeds = dict(feeds or {})
     for value in model.graph.input:
-        if value.name in {t.name for t in model.graph.initializer}:
+        if value.name in {t.name for t in model.graph.initializer} or value.name in feeds:
             continue
         name = imported.names.get(value.name)
         shape = imported.graph.tensors[name].shape if name in imported.graph.tensors else \
@@ -136,7 +138,7 @@ def case_add(b):
 
 def case_add_vector_tensor(b):
     y = b.node("Add", ["z", "x"])                  # a computed vector, first
-    return [("x", [4, 16]), ("z", [1, 16])], [(y, [4, 16])], ["reshape", "add"]
+    return [("x", [4, 16]), ("z", [1, 16])], [(y, [4, 16])], ["add"]                  # [1, 16] broadcasts as it is
 
 
 def case_add_scalar_and_zero(b):
@@ -370,20 +372,17 @@ def test_causal_mask_constant_imports_as_mask_and_others_are_refused_naming_the_
            "[1, 2, 8, 8] (an attention mask?) is not a causal mask" in str(err.value)
 
 
-def test_partial_pattern_is_refused_naming_the_node():
+def test_a_partial_pattern_imports_op_by_op():
     b = Builder(17)
     model = b.model([("x", [4, 8]), ("z", [4, 8])], [(b.node("Mul", ["x", b.node("Sigmoid", ["z"])]), [4, 8])])
-    with pytest.raises(InstanceError, match=r"node '/Sigmoid' \(Sigmoid, opset 17\): Sigmoid is supported only "
-                                            r"inside x \* sigmoid\(x\) \(silu\)"):
-        from_onnx(model)
+    assert kinds(check(model)) == ["unary", "mul"]          # x * sigmoid(z) is no silu
 
 
 def test_shared_inner_tensor_blocks_the_rewrite():
     b = Builder(17)
     sig = b.node("Sigmoid", ["x"])
     y = b.node("Add", [b.node("Mul", ["x", sig]), sig])        # the sigmoid also feeds the Add
-    with pytest.raises(InstanceError, match="Sigmoid is supported only inside"):
-        from_onnx(b.model([("x", [4, 8])], [(y, [4, 8])]))
+    assert kinds(check(b.model([("x", [4, 8])], [(y, [4, 8])]))) == ["unary", "mul", "add"]   # not silu
 
 
 # == faults, through the CLI =====================================================================
@@ -402,20 +401,22 @@ def _relu_model(shape=(4, 8), opset=17):
 
 def test_fault_unsupported_op(tmp_path, capsys):
     b = Builder(17)
-    y = b.node("Conv", ["x", b.weight("w", (4, 3, 3, 3))])
-    assert _run(tmp_path, b.model([("x", [1, 3, 8, 8])], [(y, [1, 4, 6, 6])])) == 2
+    y = b.node("ConvTranspose", ["x", b.weight("w", (3, 4, 3, 3))])
+    assert _run(tmp_path, b.model([("x", [1, 3, 8, 8])], [(y, [1, 4, 10, 10])])) == 2
     err = capsys.readouterr().err
-    assert "/graph/node/0: node '/Conv' (Conv, opset 17): op Conv is outside the ONNX coverage" in err
-    assert "CNN ops need new operator-graph op kinds" in err and "Traceback" not in err
+    assert "/graph/node/0: node '/ConvTranspose' (ConvTranspose, opset 17): op ConvTranspose is outside" in err
+    assert "these CNN ops need new operator-graph op kinds" in err and "Traceback" not in err
 
 
-def test_fault_embedding_gather(tmp_path, capsys):
-    b = Builder(17)
-    y = b.node("Gather", [b.weight("wte", (100, 16)), "ids"], axis=0)
-    model = b.model([("ids", [1, 8])], [(y, [1, 8, 16])])
+def test_fault_gather_that_is_no_embedding(tmp_path, capsys):
+    b = Builder(17)           # a Gather along the table's columns: not a token embedding
+    y = b.node("Gather", [b.weight("wte", (100, 16)), "ids"], axis=1)
+    model = b.model([("ids", [1, 8])], [(y, [100, 1, 8])])
     model.graph.input[0].type.tensor_type.elem_type = TensorProto.INT64
     assert _run(tmp_path, model) == 2
-    assert "node '/Gather' (Gather, opset 17): op Gather is outside" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "node '/Gather' (Gather, opset 17): the table 'wte' is [100, 16], gathered on axis 1" in err
+    assert "Traceback" not in err
 
 
 def test_fault_softmax_axis_0(tmp_path, capsys):
@@ -481,8 +482,8 @@ def test_fault_old_opset(tmp_path, capsys):
 
 def test_fault_sub_of_two_tensors_and_mixed_floats(tmp_path, capsys):
     b = Builder(17)
-    assert _run(tmp_path, b.model([("x", [4]), ("z", [4])], [(b.node("Sub", ["x", "z"]), [4])])) == 2
-    assert "node '/Sub' (Sub, opset 17): Sub of two computed tensors: the op set has no subtract" in \
+    assert _run(tmp_path, b.model([("x", [4, 1]), ("z", [1, 4])], [(b.node("Sub", ["x", "z"]), [4, 4])])) == 2
+    assert "node '/Sub' (Sub, opset 17): unsupported broadcast: [4, 1] sub [1, 4] -> [4, 4]" in \
         capsys.readouterr().err
     b = Builder(17)
     y = b.node("Cast", [b.node("Relu", ["x"])], to=TensorProto.FLOAT16)
@@ -494,7 +495,7 @@ def test_fault_sub_of_two_tensors_and_mixed_floats(tmp_path, capsys):
     assert {t.dtype for t in load(tmp_path / "inst.json").operators.tensors.values()} == {"f16"}
 
 
-def test_training_dropout_and_a_mean_over_no_axes_are_refused():
+def test_training_dropout_is_refused_and_a_mean_over_no_axes_is_the_identity():
     b = Builder(17)
     y = b.node("Dropout", [b.node("Relu", ["x"]), b.scalar(0.5), "train"])
     graph = helper.make_graph(b.nodes, "g", [helper.make_tensor_value_info("x", F, [4, 8]),
@@ -506,8 +507,7 @@ def test_training_dropout_and_a_mean_over_no_axes_are_refused():
     b = Builder(18)
     r = b.node("ReduceMean", [b.node("Pow", ["x", b.scalar(2.0)])], noop_with_empty_axes=1)   # an identity
     y = b.node("Div", ["x", b.node("Sqrt", [b.node("Add", [r, b.scalar(1e-6)])])])
-    with pytest.raises(InstanceError, match=r"node '/Pow' \(Pow, opset 18\): Pow is supported only inside"):
-        from_onnx(b.model([("x", [8])], [(y, [8])]))
+    assert kinds(check(b.model([("x", [8])], [(y, [8])]))) == ["unary", "add", "unary", "div"]    # not rmsnorm
 
 
 def test_dtype_override_retypes_weights():
@@ -600,8 +600,8 @@ def test_shipped_models_import_validate_and_match(tmp_path, capsys, name):
     want = ReferenceEvaluator(str(path)).run(None, {"hidden_states": x})[0]
     got = evaluate(instance.operators, imported.feeds({"hidden_states": x}))["output"]
     np.testing.assert_allclose(got, want, atol=1e-4, rtol=1e-3)
-    expected_ops = {"gpt2-block": {"layernorm": 2, "gelu": 1, "softmax": 1, "matmul": 8},
-                    "llama-block": {"rmsnorm": 2, "silu": 1, "softmax": 1, "matmul": 9}}[name]
+    expected_ops = {"gpt2-block": {"layernorm": 2, "gelu": 1, "softmax": 1, "matmul": 8, "mask": 1},
+                    "llama-block": {"rmsnorm": 2, "silu": 1, "softmax": 1, "matmul": 9, "rope": 2, "expand": 2}}[name]
     assert {k: kinds(imported).count(k) for k in expected_ops} == expected_ops
 
 
@@ -618,17 +618,14 @@ def test_shipped_models_run_in_both_csim_models_against_numpy(tmp_path, name):
     """The imported model's HLS design, built and run by the emitted Makefile (dfopt's threaded
     hls_stream) and by the Vitis C-simulation model's own script; the exact erf GELU included."""
     import shutil
-    import subprocess
 
     from dfopt.api import solve_instance
     from dfopt.frontend import onnx_instance
     from dfopt.instance import from_dict
     from dfopt.models.pipeline import emit
-    from tools import tool
 
     if shutil.which("g++") is None or shutil.which("make") is None:
         pytest.skip("g++ and make are needed to build the generated C++")
-    vitis = tool("vitis-stream")
     data, _ = onnx_instance(str(ROOT / "instances" / "onnx" / f"{name}.onnx"))
     inst = from_dict(data)
     sol = solve_instance(inst, time_limit=20)
@@ -637,7 +634,4 @@ def test_shipped_models_run_in_both_csim_models_against_numpy(tmp_path, name):
     emit(inst, sol, out)
     if name == "gpt2-block":
         assert "std::erf" in (out / "kernels.cpp").read_text()
-    res = subprocess.run(["make", "-s", "-C", str(out), "csim"], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0 and "PASS" in res.stdout.splitlines(), res.stdout[-2000:] + res.stderr[-2000:]
-    res = subprocess.run([str(vitis / "csim-vitis.sh"), str(out)], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0 and res.stdout.startswith("PASS "), res.stdout[-2000:] + res.stderr[-2000:]
+    both_csims(out)

@@ -36,9 +36,9 @@ def ffn() -> dict:
 
 
 def single(kind: str, shapes: list, dtype: str = "f32", **attrs) -> dict:
-    """One op of ``kind`` over inputs t0, t1, ... of the given shapes."""
+    """One op of ``kind`` over inputs t0, t1, ... of the given shapes (or declarations)."""
     names = [f"t{i}" for i in range(len(shapes))]
-    return {"tensors": {n: {"shape": list(s), "dtype": dtype} for n, s in zip(names, shapes)},
+    return {"tensors": {n: s if isinstance(s, dict) else {"shape": list(s), "dtype": dtype} for n, s in zip(names, shapes)},
             "ops": [{"name": "o", "op": kind, "inputs": names, "output": "y", **attrs}], "outputs": ["y"]}
 
 
@@ -73,6 +73,21 @@ SHAPES = [
     ("reshape", [[6, 4]], {"shape": [2, 3, 4]}, [2, 3, 4]),
     ("mask", [[2, 4, 4]], {"causal": True}, [2, 4, 4]),
     ("mask", [[3, 5]], {"causal": True, "offset": 2, "value": -1e4}, [3, 5]),
+    ("sub", [[2, 4, 6], [6]], {}, [2, 4, 6]),
+    ("div", [[4, 6], [4, 6]], {}, [4, 6]),
+    ("unary", [[3, 2]], {"fn": "pow", "exponent": 1.5}, [3, 2]),
+    ("reduce", [[2, 3, 5]], {"reduction": "max"}, [2, 3]),
+    ("reduce", [[5]], {"reduction": "mean", "keepdims": True}, [1]),
+    ("rope", [[2, 4, 6], [4, 6], [4, 6]], {}, [2, 4, 6]),
+    ("concat", [[2, 3, 4], [2, 1, 4], [2, 3, 4]], {"axis": 1}, [2, 7, 4]),
+    ("slice", [[6, 9]], {"starts": [1, 0], "ends": [5, 9], "steps": [2, 4]}, [2, 3]),
+    ("expand", [[2, 1, 4]], {"shape": [3, 2, 5, 4]}, [3, 2, 5, 4]),
+    ("embedding", [{"shape": [2, 3], "dtype": "i32"}, [10, 4]], {}, [2, 3, 4]),
+    ("conv2d", [[1, 4, 8, 8], [6, 2, 3, 3], [6]], {"groups": 2, "strides": [2, 1], "pads": [1, 1, 1, 1]},
+     [1, 6, 4, 8]),
+    ("conv2d", [[2, 3, 5, 5], [4, 3, 1, 1]], {}, [2, 4, 5, 5]),
+    ("pool", [[1, 2, 7, 7]], {"mode": "avg", "kernel": [3, 3], "strides": [2, 2], "count_include_pad": True},
+     [1, 2, 3, 3]),
 ]
 
 
@@ -562,7 +577,11 @@ def test_schema_fragment_agrees_with_the_signatures():
     for kind, then in by_kind.items():
         sig = SIGNATURES[kind]
         assert set(then["properties"]) == {"name", "op", "inputs", "output"} | set(sig.attrs)
-        assert then["properties"]["inputs"]["minItems"] == then["properties"]["inputs"]["maxItems"] == len(sig.inputs)
+        if sig.variadic:        # concat: x1..xn, at least one
+            assert then["properties"]["inputs"]["minItems"] == 1 and "maxItems" not in then["properties"]["inputs"]
+        else:                   # conv2d: B optional
+            assert then["properties"]["inputs"]["minItems"] == len(sig.inputs) - sig.optional
+            assert then["properties"]["inputs"]["maxItems"] == len(sig.inputs)
         assert then.get("required", []) == [a for a, v in sig.attrs.items() if v is None]
         assert set(sig.attrs) <= set(item["properties"])
 

@@ -7,7 +7,6 @@ the emitted C++ logs them."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from collections import defaultdict
@@ -17,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from csim import assert_stream_order
 from dfopt.api import solve_instance
 from dfopt.instance import from_dict
 from dfopt.ir.graph import DataflowGraph
@@ -360,22 +360,10 @@ def test_event_order_is_the_emitted_codes_order(tmp_path, c_max):
         assert len(sol.decision.fusion.groups) > 1
     design = tmp_path / "design"
     emit(inst, sol, design)
-    logging = tmp_path / "logging"
-    logging.mkdir()
-    (logging / "hls_stream.h").write_text(LOGGING_STREAM)
-    make = subprocess.run([MAKE, "-s", "-C", str(design), "build-vitis", f"VITIS_STREAM={logging}"],
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert make.returncode == 0, make.stderr[-3000:]
-    run = subprocess.run(["./csim_vitis", "data"], cwd=design, capture_output=True, text=True, timeout=120, check=False)
-    assert run.returncode == 0 and "PASS" in run.stdout, run.stdout + run.stderr
-    manifest = json.loads((design / "design.json").read_text())
     opts = data["options"]["pipeline"]
     fused = fused_design(tile_graph(inst.operators, opts["default_tile_size"], opts["overall_unroll_size"]),
                          sol.decision.fusion)
-    want, got = model_order(fused, manifest), run_order((design / "ops.log").read_text(), manifest)
-    assert set(want) == set(got) == {p["name"] for p in manifest["processes"]}
-    for process in want:
-        assert got[process] == want[process], process
+    assert_stream_order(design, fused, tmp_path)
     # and the threaded runtime passes with the depths sized on these schedules
     csim = subprocess.run([MAKE, "-s", "-C", str(design), "csim"], capture_output=True, text=True, timeout=300,
                           check=False)

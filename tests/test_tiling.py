@@ -123,8 +123,8 @@ def test_cost_model_formulas():
     assert mask.ii == 32 and mask.resources["dsp"] == 0 and mask.resources["bytes"] == 256 * 4
     dma = costs.dma_cost("f32", 1024)
     assert dma.ii == 4096 // costs.DMA_BYTES_PER_CYCLE and dma.resources["dsp"] == 0
-    move = costs.mover_cost("transpose", "f32", total_elems=4096, tile_elems=256, lanes=16)
+    move = costs.mover_cost("transpose", "f32", [(16, 256, "f32")], tile_elems=256, lanes=16)
     assert move.resources["bytes"] == 4096 * 4 and move.delay > 16 * move.ii   # waits for the whole tensor
     # a reshape reads its input's own tiles (64 of 64 values, 4 beats each) before its first write
-    move = costs.mover_cost("reshape", "f32", total_elems=4096, tile_elems=256, lanes=16, in_tile_elems=64)
+    move = costs.mover_cost("reshape", "f32", [(64, 64, "f32")], tile_elems=256, lanes=16)
     assert move.delay == 64 * costs.mover_read_ii("f32", 64, 16) + move.ii + costs.PIPELINE_DEPTH == 256 + 16 + 12

@@ -19,20 +19,28 @@ if TYPE_CHECKING:
 
 # Why a family of ONNX ops is outside the coverage, and what would bring it in.
 _LATER = {
-    "cnn": ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-            "BatchNormalization", "InstanceNormalization", "GroupNormalization", "Resize", "Pad"),
-    "embedding": ("Gather", "GatherElements", "GatherND", "OneHot"),
-    "mask": ("Expand", "Trilu", "Equal", "Less", "Greater", "Not", "And", "Or", "IsInf", "IsNaN"),
-    "rotary": ("Sin", "Cos", "Slice", "Split", "Neg", "RotaryEmbedding"),
+    "cnn": ("ConvTranspose", "InstanceNormalization", "GroupNormalization", "LpPool", "MaxUnpool", "Resize",
+            "Pad"),
+    "embedding": ("GatherElements", "GatherND", "OneHot"),
+    "mask": ("Trilu", "Equal", "Less", "Greater", "Not", "And", "Or", "IsInf", "IsNaN"),
+    "rotary": ("Sin", "Cos"),
+    "quantised": ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul",
+                  "MatMulInteger", "ConvInteger", "QLinearAdd", "QLinearMul"),
 }
 _WHY = {
-    "cnn": "CNN ops need new operator-graph op kinds (later work)",
-    "embedding": "embeddings and indexing need a new operator-graph op kind (later work); import the model "
-                 "from after its embedding, with the hidden states as the graph input",
+    "cnn": "these CNN ops need new operator-graph op kinds (later work); Conv, BatchNormalization, MaxPool, "
+           "AveragePool, GlobalAveragePool and GlobalMaxPool import (as conv2d and pool)",
+    "embedding": "indexing other than the token embedding needs new operator-graph op kinds (later work); "
+                 "a Gather of a weight table on axis 0 by ids from a graph input imports as embedding",
     "mask": "masking and broadcasting ops on data need new operator-graph op kinds (later work); a mask "
             "built from constants folds away, and imports as the causal mask op when it is an Add of a causal "
             "constant or a Where of a constant causal condition",
-    "rotary": "slicing and rotary embeddings need new operator-graph op kinds (later work)",
+    "rotary": "sines and cosines of data (positions given as a graph input) need new operator-graph op kinds "
+              "(later work); a rotary embedding with constant tables (static positions: the Sin and Cos fold "
+              "away), as the rotate-half pattern or the RotaryEmbedding op, imports as rope",
+    "quantised": "quantised models (QDQ / QOperator) are not imported: the front end builds float designs and "
+                 "no integer quantisation scheme (scales, zero points, requantisation); export the float model, "
+                 "or pass --dtype to choose the float type",
 }
 
 
@@ -46,10 +54,12 @@ def node_fault(node: Node, opset: int, what: str) -> InstanceError:
     return InstanceError(f"{who(node, opset)}: {what}", pointer=f"/graph/node/{node.index}")
 
 
-def unsupported_op(node: Node, opset: int, supported: list[str]) -> InstanceError:
-    """An op outside the coverage, with the reason for known families and the supported list."""
+def unsupported_op(node: Node, opset: int, supported: list[str] | None = None) -> InstanceError:
+    """An op outside the coverage, with the reason for known families (and the supported list,
+    when given)."""
     family = next((f for f, ops in _LATER.items() if node.op in ops), None)
     domain = f" of domain {node.domain!r}" if node.domain not in ("", "ai.onnx") else ""
     why = f": {_WHY[family]}" if family else ""
-    return node_fault(node, opset, f"op {node.op}{domain} is outside the ONNX coverage of the operator graph{why} "
-                                   f"(supported: {', '.join(supported)})")
+    listed = f" (supported: {', '.join(supported)})" if supported else ""
+    return node_fault(node, opset, f"op {node.op}{domain} is outside the ONNX coverage of the operator graph{why}"
+                                   f"{listed}")

@@ -20,7 +20,9 @@ constants, rewrite the patterns, translate (docs/onnx.md).
 
 dtypes: float32 -> f32, float16 -> f16, bfloat16 -> bf16, float64 -> f64, int8 -> i8,
 int16 -> i16, int32 -> i32; ``dtype`` imports every float tensor as that dtype instead (and then
-every float-to-float Cast is dropped).
+every float-to-float Cast is dropped). The one exception: the integer token ids of an embedding
+(a graph input that a Gather of a weight table reads, :mod:`dfopt.frontend.movement`) import
+as i32 from int64 too.
 
 >>> from onnx import TensorProto, helper
 >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])
@@ -362,14 +364,22 @@ def onnx_instance(path: str, *, input_shapes: Mapping[str, Sequence[int]] | None
                   ) -> tuple[dict, tuple[str, ...]]:
     """The ``problem: pipeline`` instance (as a dict, what ``dfopt import`` writes) of the ONNX
     model at ``path`` on ``platform`` (default u280), and the import's notes."""
+    imported = import_onnx(path, input_shapes=input_shapes, batch=batch, dtype=dtype)
+    return instance_dict(imported, path, platform=platform, name=name), imported.notes
+
+
+def instance_dict(imported: OnnxImport, path: str, platform: str | None = None, name: str | None = None,
+                  checked: str = "") -> dict:
+    """The ``problem: pipeline`` instance of an import of the model at ``path``; ``checked``
+    (how the import compares with ``onnx.reference``) goes into the description."""
     from dfopt.instance import FORMAT
 
-    imported = import_onnx(path, input_shapes=input_shapes, batch=batch, dtype=dtype)
     g = imported.graph
     stem = os.path.splitext(os.path.basename(path))[0]
     weights = sum(t.kind == "weight" for t in g.tensors.values())
     data = {"format": FORMAT, "name": name or stem, "problem": "pipeline",
             "description": f"imported from {os.path.basename(path)} (ONNX opset {imported.opset}) by dfopt import: "
-                           f"{len(g.ops)} ops, {weights} weights" + "".join(f"; {note}" for note in imported.notes),
+                           f"{len(g.ops)} ops, {weights} weights" + "".join(f"; {note}" for note in imported.notes)
+                           + (f"; {checked}" if checked else ""),
             "platform": platform or "u280", "operators": g.to_dict()}
-    return data, imported.notes
+    return data

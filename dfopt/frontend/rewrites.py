@@ -25,6 +25,12 @@ refuses what it cannot express). Constants are matched within a relative 1e-3.
   into ``scale``. So ``MatMul(Q, K^T) / sqrt(d) -> Softmax -> MatMul V`` (and the
   ``sqrt(scale)`` on both Q and K that ``scaled_dot_product_attention`` exports) becomes
   ``matmul(transpose_b, scale) -> softmax -> matmul``; a mask Add between them stays an Add.
+- :func:`~dfopt.frontend.lrn.expand_lrn` (first): ``LRN`` as the exact chain square, a 1x1
+  ``Conv`` with a band matrix over the channels, scale, bias, ``Pow(-beta)``, times ``x``.
+- :func:`~dfopt.frontend.rope.fuse_rope`: the rotate-half rotary embedding ``x * cos +
+  cat(-x2, x1) * sin`` (two Slices or a Split of the halves) with constant tables -> ``rope``.
+- :func:`~dfopt.frontend.cnn.fold_batchnorm` (first): an inference BatchNormalization after a
+  Conv whose result has no other use, folded into the Conv's weight and bias.
 
 >>> from dfopt.frontend.graph import Graph, Node
 >>> g = Graph([Node("s", "Sigmoid", ["x"], ["t"], {}, 0), Node("m", "Mul", ["x", "t"], ["y"], {}, 1)],
@@ -40,7 +46,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dfopt.frontend.cnn import fold_batchnorm
 from dfopt.frontend.graph import Graph, Node
+from dfopt.frontend.lrn import expand_lrn
+from dfopt.frontend.rope import fuse_rope
 
 _FLOATS = (1, 10, 11, 16)     # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 _RTOL = 1e-3
@@ -200,7 +209,8 @@ def _is_identity(g: Graph, node: Node, dtype: str | None) -> bool:
     if node.op == "Identity":
         return True
     if node.op == "Dropout":
-        return not dropout_trains(g, node) and not any(node.outputs[1:])
+        return not dropout_trains(g, node) and not any(o and (g.consumers(o) or o in g.outputs)
+                                                       for o in node.outputs[1:])     # the mask unused
     if node.op == "Cast":
         src, to = g.dtypes.get(node.inputs[0]), node.attrs.get("to")
         return src == to or (dtype is not None and src in _FLOATS and to in _FLOATS)
@@ -463,5 +473,5 @@ def _fold_result_scale(g: Graph, mm: Node) -> bool:
     return True
 
 
-REWRITES: tuple[Callable[[Graph], int], ...] = (fuse_gelu_erf, fuse_gelu_tanh, fuse_silu, fuse_layernorm,
-                                                 fuse_rmsnorm, fold_matmuls)
+REWRITES: tuple[Callable[[Graph], int], ...] = (expand_lrn, fold_batchnorm, fuse_gelu_erf, fuse_gelu_tanh, fuse_silu,
+                                                 fuse_layernorm, fuse_rmsnorm, fuse_rope, fold_matmuls)

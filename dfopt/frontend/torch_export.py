@@ -27,10 +27,12 @@ DEFAULT_OPSET = 17
 
 
 def from_torch(module: Any, example_inputs: Any, *, opset: int = DEFAULT_OPSET, input_names: list | None = None,
-               **kw: Any) -> OpGraph:
+               dynamo: bool = False, **kw: Any) -> OpGraph:
     """The operator graph of ``module`` run on ``example_inputs`` (a tensor or a tuple of them),
-    exported at ``opset``; ``kw`` goes to :func:`~dfopt.frontend.from_onnx` (``input_shapes``,
-    ``batch``, ``dtype``)."""
+    exported at ``opset`` by the TorchScript exporter (``dynamo=True``: torch.export's, which
+    needs ``onnxscript``); ``kw`` goes to :func:`~dfopt.frontend.from_onnx` (``input_shapes``,
+    ``batch``, ``dtype``). ``benchmarks/torch_exports.py`` runs both exporters on Llama-, GPT-2-,
+    CNN- and MLP-style modules."""
     try:
         import torch
     except ImportError as err:
@@ -39,8 +41,8 @@ def from_torch(module: Any, example_inputs: Any, *, opset: int = DEFAULT_OPSET, 
     from dfopt.frontend.onnx_import import from_onnx
 
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
-    # the TorchScript exporter (the node chains the rewrites know); torch >= 2.5 also has dynamo's
-    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    # torch >= 2.5 chooses the exporter with ``dynamo``; before, only the TorchScript one exists
+    legacy = {"dynamo": dynamo} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     with tempfile.TemporaryDirectory(prefix="dfopt-torch-") as folder:
         path = os.path.join(folder, "model.onnx")
         module.eval()

@@ -13,7 +13,8 @@ Gemm                   13 17 18 21 23      ``matmul`` (transA/transB, alpha as `
 Add, Mul               13 17 18 21 23      ``add`` / ``mul``: same shapes, a trailing vector, a
                                            constant broadcast along the last axis, or x + 0 / x * 1
                                            (dropped)
-Sub, Div               13 17 18 21 23      by a constant only: ``add`` of -c / ``mul`` of 1/c
+Sub, Div               13 17 18 21 23      by a constant: ``add`` of -c / ``mul`` of 1/c; of two
+                                           tensors: ``sub`` / ``div`` (:mod:`.arith`)
 Add (causal mask)      13 17 21            ``mask``: x + C, C a constant [..., S, T] (size-1
                                            leading axes) 0 where key <= query + offset and one
                                            fill <= -1e4 or -inf above (equal after the Softmax)
@@ -29,11 +30,28 @@ Squeeze, Unsqueeze     13 17 18 21 23      ``reshape`` (no-op dropped)
 Identity, Dropout      13 17 18 21 23      dropped (Dropout in inference only)
 Cast                   13 17 18 21 23      dropped when to the same type, or any float to float
                                            with ``dtype``; of constants: folded
+Concat                 13 17 21            ``concat`` (:mod:`.movement`)
+Slice, Split           13 17 21            ``slice``: constant indices resolved and clamped;
+                                           Split one slice per output (``split`` or
+                                           ``num_outputs``)
+Expand                 13 17 21            ``expand`` to a constant shape
+Gather (embedding)     13 17 21            ``embedding``: a [V, D] weight on axis 0 by integer
+                                           ids from a graph input (imported as i32)
+Conv                   13 17 21            ``conv2d`` (2-D NCHW, group, auto_pad resolved to
+                                           pads, dilation 1; :mod:`.cnn`)
+BatchNormalization     13 17 21            folded into the Conv before it; else a depthwise
+                                           1x1 ``conv2d`` (inference only)
+MaxPool, AveragePool,  13 17 21            ``pool`` (max / avg, count_include_pad; Global*:
+GlobalAveragePool,                         kernel [H, W]; ceil_mode only where it gives the
+GlobalMaxPool                              floor's shape)
 Constant,              13 17 18 21 23      folded (with Shape, Gather, Concat, Unsqueeze ... of
 ConstantOfShape                            constants and static shapes)
-Sigmoid, Erf, Tanh,    13 17 18 21 23      only inside the patterns of :mod:`dfopt.frontend.rewrites`
-Pow, Sqrt, Reciprocal,                     (GELU, SiLU, RMSNorm, LayerNorm, the attention core)
-ReduceMean
+Exp, Tanh, Erf,        13 17 18 21 23      ``unary`` (``fn``), after the patterns of
+Sigmoid, Sqrt,                             :mod:`dfopt.frontend.rewrites` (GELU, SiLU, RMSNorm,
+Reciprocal, Neg, Abs                       LayerNorm, the attention core) took theirs
+Pow                    13 17 18 21 23      ``unary`` by a constant scalar exponent (:mod:`.arith`)
+ReduceSum, ReduceMean, 13 17 18 21 23      ``reduce`` over the last axis, after a transpose /
+ReduceMax, ReduceMin                       reshape bringing the reduced axes there (:mod:`.arith`)
 =====================  ==================  =====================================================
 
 Everything else is refused with the node named (:mod:`dfopt.frontend.faults`).
@@ -58,13 +76,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dfopt.errors import InstanceError
-from dfopt.frontend import masks
+from dfopt.errors import InstanceError, Problem
+from dfopt.frontend import arith, cnn, masks, movement
 from dfopt.frontend.faults import node_fault, unsupported_op
 from dfopt.frontend.graph import Graph, Node
 from dfopt.frontend.onnx_import import FLOAT_TYPES, ONNX_DTYPES, OnnxImport
 from dfopt.frontend.rewrites import dropout_trains
-from dfopt.ir.opgraph import MASK_VALUE, OpGraph
+from dfopt.frontend.rope import rotary_embedding, translate_rope
+from dfopt.ir.opgraph import MASK_VALUE, OpGraph, broadcast_kind
 from dfopt.reference import STORAGE, to_bf16
 
 
@@ -93,13 +112,26 @@ class _Translator:
         self.node: Node | None = None
 
     def run(self) -> OnnxImport:
+        """Translate every node; the faults of all of them at once (every op outside the
+        coverage, then every node whose attributes or operands the op set cannot express: a
+        refused node's results stand in as inputs of their shape, so the nodes after it are
+        still checked), never a partial graph."""
         g = self.g
-        for node in g.nodes:                    # an op outside the coverage first: it says most
-            if node.domain not in ("", "ai.onnx") or node.op not in _HANDLERS:
-                raise unsupported_op(node, g.opset, SUPPORTED)
+        outside = [unsupported_op(node, g.opset) for node in g.nodes
+                   if node.domain not in ("", "ai.onnx") or node.op not in _HANDLERS]
+        if outside:
+            raise InstanceError(problems=[p for err in outside for p in err.problems] +
+                                [Problem("/graph", f"the ONNX ops the front end imports: {', '.join(SUPPORTED)}")])
+        refused: list[Problem] = []
         for node in g.nodes:
             self.node = node
-            _HANDLERS[node.op](self, node)
+            try:
+                _HANDLERS[node.op](self, node)
+            except InstanceError as err:
+                refused += err.problems
+                self._stand_in(node)
+        if refused:
+            raise InstanceError(problems=refused)
         outputs = [self._output(i, name) for i, name in enumerate(g.outputs)]
         inputs = [self.names[n] for n in g.inputs if n in self.names]       # the graph inputs first, in order
         tensors = {**{n: self.tensors[n] for n in inputs}, **self.tensors}
@@ -111,6 +143,14 @@ class _Translator:
                                 pointer="/graph") from err
         names = {k: v for k, v in self.names.items() if k in g.inputs or k in g.outputs}
         return OnnxImport(graph, self.weights, names, g.opset, tuple(g.notes))
+
+    def _stand_in(self, node: Node) -> None:
+        """Each result of a refused ``node`` as a graph input of its shape, so the translation of
+        the nodes that read it goes on (and finds their own faults)."""
+        for out in node.outputs:
+            if out and out not in self.names and out in self.g.shapes:
+                name = self._fresh(out)
+                self.tensors[name] = {"shape": list(self.g.shapes[out]) or [1], "dtype": "f32"}
 
     # -- names, tensors, weights ----------------------------------------------------------------
     def _fresh(self, onnx_name: str, suffix: str = "") -> str:
@@ -213,7 +253,9 @@ class _Translator:
     # -- broadcasting ---------------------------------------------------------------------------
     def const_operand(self, c: str, value: np.ndarray, target: tuple, kind: str, derived: str = "") -> str:
         """The weight for constant ``c`` (or ``value`` derived from it) broadcast to ``target``:
-        a vector of the last dimension when it varies along that axis at most, else the same shape."""
+        a vector of the last dimension when it varies along that axis at most, else its own shape
+        (without the size-1 axes beyond the target's rank) when it broadcasts to the target
+        (a per-channel ``[C, 1, 1]``, a column ``[..., 1]``)."""
         n = target[-1]
         lead = value.shape[:-1] if value.ndim else ()
         if value.ndim <= len(target) and all(d == 1 for d in lead):
@@ -221,12 +263,14 @@ class _Translator:
                 return self.weight(c)
             vector = np.broadcast_to(value.reshape(value.shape[-1:] if value.ndim else (1,)), (n,)).copy()
             return self.weight(c, vector, derived or "vec")
-        if value.shape == target:
+        extra = value.ndim - len(target)
+        if extra > 0 and all(d == 1 for d in value.shape[:extra]):
+            value, derived = value.reshape(value.shape[extra:]), derived or "squeezed"
+        if broadcast_kind(value.shape, target) is not None:
             return self.weight(c, value, derived) if derived else self.weight(c)
         raise self._fault(f"unsupported broadcast: constant {c!r} {list(value.shape)} against {list(target)}: "
-                          f"the op set's {kind} takes a tensor of the same shape or a vector [{n}] of the last "
-                          "dimension; a constant broadcast along other axes imports only as a causal mask "
-                          "(0 where key <= query, a large negative fill above)")
+                          f"the op set's {kind} takes a second operand that broadcasts to the first (NumPy's rule, "
+                          "right-aligned, each dimension equal or 1); the first keeps its shape")
 
     def two_tensors(self, kind: str, a: str, b: str, out: str, suffix: str = "") -> None:
         target = self.g.shapes[out]
@@ -237,13 +281,13 @@ class _Translator:
             raise self._fault(f"unsupported broadcast: {list(sa)} {kind} {list(sb)} -> {list(target)}: the op set's "
                               f"{kind} needs one operand of the result's shape")
         y = self.operand(b)
-        if sb != target and sb != target[-1:]:
-            if int(np.prod(sb)) == target[-1] and all(d == 1 for d in sb[:-1]) and len(sb) <= len(target):
+        if broadcast_kind(sb, target) is None:
+            if int(np.prod(sb)) == target[-1] and all(d == 1 for d in sb[:-1]):
                 y = self.emit("reshape", [y], self._fresh(b, "vec"), suffix="vec", attrs={"shape": [target[-1]]})
             else:
                 raise self._fault(f"unsupported broadcast: {list(sa)} {kind} {list(sb)}: the op set's {kind} takes "
-                                  f"a second operand of the same shape or a vector [{target[-1]}] of the last "
-                                  "dimension")
+                                  "a second operand that broadcasts to the first (NumPy's rule, right-aligned, each "
+                                  "dimension equal or 1)")
         self.emit(kind, [self.operand(a), y], self.result(out), suffix=suffix)
 
 
@@ -255,10 +299,8 @@ def _binary(t: _Translator, node: Node) -> None:
     kind = {"Add": "add", "Sub": "add", "Mul": "mul", "Div": "mul"}[node.op]
     consts = t.g.consts
     if node.op in ("Sub", "Div") and (a in consts or b not in consts):
-        what = "a constant by a computed tensor" if a in consts else "two computed tensors"
-        raise t._fault(f"{node.op} of {what}: the op set has no {'subtract' if node.op == 'Sub' else 'divide'}; "
-                       f"only x {'-' if node.op == 'Sub' else '/'} constant imports (as {kind} of the "
-                       f"{'negated' if node.op == 'Sub' else 'reciprocal'} constant)")
+        arith.computed_pair(t, node)
+        return
     if a not in consts and b not in consts:
         t.two_tensors(kind, a, b, out)
         return
@@ -408,8 +450,11 @@ def _last_axis(t: _Translator, node: Node, default: int) -> None:
     axis = int(node.attrs.get("axis", default))
     if axis % rank != rank - 1 or not -rank <= axis < rank:
         raise t._fault(f"axis={axis}: only the last axis (axis=-1, or {rank - 1} for this rank-{rank} input) is "
-                       f"supported; the op set's {'softmax' if node.op == 'Softmax' else 'layernorm'} normalises "
+                       f"supported; the op set's {_NORMALISES.get(node.op, 'layernorm')} normalises "
                        "the last axis")
+
+
+_NORMALISES = {"Softmax": "softmax", "RMSNormalization": "rmsnorm"}
 
 
 def _softmax(t: _Translator, node: Node) -> None:
@@ -438,6 +483,9 @@ def _norm(kind: str) -> Callable[[_Translator, Node], None]:
             _last_axis(t, node, -1)
             if any(node.outputs[1:]) and any(t.g.consumers(o) or o in t.g.outputs for o in node.outputs[1:] if o):
                 raise t._fault("the Mean / InvStdDev outputs are used: the op set's layernorm gives Y only")
+            eps = float(node.attrs.get("epsilon", 1e-5))
+        elif node.op == "RMSNormalization":          # opset 23
+            _last_axis(t, node, -1)
             eps = float(node.attrs.get("epsilon", 1e-5))
         else:
             eps = float(node.attrs["eps"])
@@ -487,7 +535,8 @@ def _reshape_target(t: _Translator, node: Node) -> list[int]:
 
 
 def _identity(t: _Translator, node: Node) -> None:
-    if node.op == "Dropout" and (any(node.outputs[1:]) or dropout_trains(t.g, node)):
+    mask_used = any(o and (t.g.consumers(o) or o in t.g.outputs) for o in node.outputs[1:])
+    if node.op == "Dropout" and (mask_used or dropout_trains(t.g, node)):
         raise t._fault("training mode, or the mask output used: only inference Dropout (an identity) imports")
     t.same(node, node.inputs[0])
 
@@ -509,29 +558,22 @@ def _folded_only(t: _Translator, node: Node) -> None:
                    "and is then folded")
 
 
-def _pattern_only(t: _Translator, node: Node) -> None:
-    patterns = {"Sigmoid": "x * sigmoid(x) (silu)", "Erf": "the erf-form GELU", "Tanh": "the tanh-form GELU",
-                "Pow": "the GELU, RMSNorm and LayerNorm patterns", "Sqrt": "the RMSNorm and LayerNorm patterns",
-                "Reciprocal": "the RMSNorm and LayerNorm patterns",
-                "ReduceMean": "the RMSNorm and LayerNorm patterns (over the last axis, keepdims=1)"}
-    raise t._fault(f"{node.op} is supported only inside {patterns[node.op]}, and this one is not part of such a "
-                   "pattern (an input of the pattern with another use, or a different constant?)")
-
-
 def _gelu_op(t: _Translator, node: Node) -> None:
     raise t._fault(f"approximate={node.attrs.get('approximate')!r}: expected 'none' or 'tanh'")
 
 
 _HANDLERS: dict[str, Callable[[_Translator, Node], None]] = {
-    "dfopt.matmul": _matmul, "MatMul": _matmul, "Gemm": _gemm,
+    "dfopt.matmul": _matmul, "MatMul": _matmul, "Gemm": _gemm, "dfopt.rope": translate_rope,
     "Add": _binary, "Mul": _binary, "Sub": _binary, "Div": _binary,
     "Relu": _unary("relu"), "dfopt.gelu": _unary("gelu"), "dfopt.silu": _unary("silu"), "Gelu": _gelu_op,
-    "Softmax": _softmax, "LayerNormalization": _norm("layernorm"),
+    "Softmax": _softmax, "LayerNormalization": _norm("layernorm"), "RMSNormalization": _norm("rmsnorm"),
+    "RotaryEmbedding": rotary_embedding,
     "dfopt.layernorm": _norm("layernorm"), "dfopt.rmsnorm": _norm("rmsnorm"),
     "Transpose": _transpose, "Reshape": _reshape, "Flatten": _reshape, "Squeeze": _reshape, "Unsqueeze": _reshape,
-    "Identity": _identity, "Dropout": _identity, "Cast": _cast, "Where": _where,
+    "Identity": _identity, "Dropout": _identity, "Cast": _cast, "Where": _where, **movement.HANDLERS,
+    **cnn.HANDLERS,
     "Constant": _folded_only, "ConstantOfShape": _folded_only, "Shape": _folded_only,
-    "Sigmoid": _pattern_only, "Erf": _pattern_only, "Tanh": _pattern_only, "Pow": _pattern_only,
-    "Sqrt": _pattern_only, "Reciprocal": _pattern_only, "ReduceMean": _pattern_only,
+    **dict.fromkeys(arith.UNARY, arith.unary), "Pow": arith.power, "Sum": arith.sum_,
+    **dict.fromkeys(arith.REDUCE, arith.reduce),
 }
 SUPPORTED = sorted({op for op in _HANDLERS if not op.startswith("dfopt.")} - {"Shape"})

@@ -26,8 +26,25 @@ Op kinds (:data:`SIGNATURES` lists the inputs and attributes with their defaults
   the others pass unchanged. -1e9 is finite (a row softmax never sees ``-inf - -inf``) and
   representable in f32 and bf16; f16 rounds it to -inf. Exporters write the dtype's lowest value
   (Hugging Face) or -inf (``torch`` SDPA); after the softmax that follows, each gives 0.
+- Data movement (no arithmetic): ``concat`` [x1, ..., xn] with ``axis`` (a non-negative axis
+  number; the inputs agree in every other dimension); ``slice`` [x] with ``starts``, ``ends``,
+  ``steps``, one entry per axis, resolved (``0 <= start < end <= dim``, end exclusive, step >= 1;
+  the output has ``ceil((end - start) / step)`` along each axis); ``expand`` [x] with ``shape``
+  (NumPy broadcasting: x's axes, aligned at the last, are 1 or equal; leading axes may be added);
+  ``embedding`` [ids, table]: ``ids`` an i32 tensor of any shape, ``table`` [V, D] of any dtype
+  (the result's), the output ``[*ids.shape, D]`` holds row ``ids[...]`` of the table. Ids must lie
+  in ``[0, V)``: the reference refuses others, the HLS kernel clamps them into range.
+- Windows over NCHW feature maps (dilation 1): ``conv2d`` [X, W] or [X, W, B]: X [N, C, H, W],
+  W [O, C / groups, kh, kw], the optional bias B [O] (a third input, as ONNX's Conv has it), with
+  ``strides`` [sh, sw] (default [1, 1]), ``pads`` [top, left, bottom, right] (zeros, default 0)
+  and ``groups`` (default 1; C for a depthwise conv; it divides C and O); ``pool`` [x] with
+  ``mode`` (``max`` or ``avg``), ``kernel`` [kh, kw], ``strides``, ``pads`` (each below the
+  kernel's extent: a window is never all padding) and ``count_include_pad`` (avg: divide by kh kw,
+  padding included, rather than by the window's elements inside x; default false, as ONNX). A
+  global average pool is ``kernel`` [H, W]. The output is [N, O (or C), Ho, Wo] with ``Ho = (H +
+  top + bottom - kh) // sh + 1`` (floor), likewise ``Wo``.
 
-``gelu``, ``silu``, ``softmax``, ``mask`` and the norms need a float dtype; integer ``matmul`` takes
+``gelu``, ``silu``, ``softmax``, ``mask``, the windows and the norms need a float dtype; integer ``matmul`` takes
 integer scales only. An op whose result nobody uses and that is not an output is allowed
 (:meth:`OpGraph.unused` lists such tensors). ``ops`` may come in any order; the graph keeps a
 topological order that follows the file order where it can.
@@ -66,7 +83,8 @@ from dfopt.errors import InstanceError
 from dfopt.schema import did_you_mean, found, pointer, sorted_issues, to_problems
 
 OP_KINDS = ("matmul", "add", "mul", "gelu", "silu", "relu", "softmax", "layernorm", "rmsnorm",
-            "transpose", "reshape", "mask")
+            "transpose", "reshape", "mask", "sub", "div", "unary", "reduce", "rope",
+            "concat", "slice", "expand", "embedding", "conv2d", "pool")
 DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i16", "i8")  # names as in itensor.DTYPE_BITS
 FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
 TENSOR_KINDS = ("input", "weight", "intermediate", "output")
@@ -80,12 +98,16 @@ MASK_VALUE = -1e9
 @dataclass(frozen=True)
 class Signature:
     """What an op kind takes: input roles, attributes (name -> default; None: required), whether
-    it needs a float dtype, and its flops per output element (:meth:`OpGraph.flops`)."""
+    it needs a float dtype, its flops per output element (:meth:`OpGraph.flops`), and whether its
+    one input role repeats (``variadic``: concat's x1..xn, at least one), and how many of its last
+    input roles may be left out (``optional``: conv2d's bias B)."""
 
     inputs: tuple
     attrs: dict
     float_only: bool = False
     flops_per_element: int = 1
+    variadic: bool = False
+    optional: int = 0
 
 
 SIGNATURES = {
@@ -101,6 +123,19 @@ SIGNATURES = {
     "transpose": Signature(("x",), {"perm": None}, False, 0),   # data movement only
     "reshape": Signature(("x",), {"shape": None}, False, 0),
     "mask": Signature(("x",), {"causal": None, "offset": 0, "value": MASK_VALUE}, True, 1),  # compare, select
+    "sub": Signature(("x", "y"), {}),
+    "div": Signature(("x", "y"), {}, True),
+    "unary": Signature(("x",), {"fn": None, "exponent": 1}, True, 1),   # UNARY_FLOPS per fn
+    "reduce": Signature(("x",), {"reduction": None, "keepdims": False}, False, 1),  # per input element
+    "rope": Signature(("x", "cos", "sin"), {}, True, 3),    # x cos + rotate_half(x) sin
+    "concat": Signature(("x",), {"axis": None}, False, 0, variadic=True),   # data movement only
+    "slice": Signature(("x",), {"starts": None, "ends": None, "steps": None}, False, 0),
+    "expand": Signature(("x",), {"shape": None}, False, 0),
+    "embedding": Signature(("ids", "table"), {}, False, 0),    # a row copy per id
+    "conv2d": Signature(("X", "W", "B"), {"strides": (1, 1), "pads": (0, 0, 0, 0), "groups": 1}, True, 2,
+                        optional=1),    # a multiply-add per window element (window_flops)
+    "pool": Signature(("x",), {"mode": None, "kernel": None, "strides": (1, 1), "pads": (0, 0, 0, 0),
+                               "count_include_pad": False}, True, 1),   # a max or add per window element
 }
 
 
@@ -198,8 +233,10 @@ class OpGraph:
 
         ``matmul``: 2*M*N*K per batch entry (a multiply and an add per product term; the
         ``scale`` is not counted). Other ops: output elements x :attr:`Signature.flops_per_element`
-        (1 for add, mul, relu and mask; gelu 8, silu 4, softmax 5, layernorm 8, rmsnorm 5, counting exp,
-        tanh, sqrt and divide as one each; 0 for transpose and reshape, which only move data).
+        (1 for add, sub, div, mul, relu and mask, per fn for unary (:data:`UNARY_FNS`), 1 per input
+        element for reduce, rope 3; gelu 8, silu 4, softmax 5, layernorm 8, rmsnorm 5, counting exp,
+        tanh, sqrt and divide as one each; 0 for the movers: transpose, reshape, concat, slice, expand,
+        embedding, which only move data).
         """
         op = self.op(op) if isinstance(op, str) else op
         out = self.tensors[op.output]
@@ -207,6 +244,12 @@ class OpGraph:
             a = self.tensors[op.inputs[0]].shape
             k = a[-2] if op.attrs["transpose_a"] else a[-1]
             return 2 * out.size * k
+        if op.op == "unary":
+            return out.size * UNARY_FNS[op.attrs["fn"]]
+        if op.op == "reduce":
+            return self.tensors[op.inputs[0]].size
+        if op.op in ("conv2d", "pool"):
+            return out.size * window_size(op, self.tensors) * SIGNATURES[op.op].flops_per_element
         return out.size * SIGNATURES[op.op].flops_per_element
 
     def total_flops(self) -> int:
@@ -432,11 +475,19 @@ class _Reader:
         if rec.kind is None:
             return
         roles = SIGNATURES[rec.kind].inputs
-        if len(inputs) != len(roles):
+        if SIGNATURES[rec.kind].variadic:
+            if not inputs:
+                rec.ok = False
+                self._add(path, f"{rec.who}: expected at least one input ({roles[0]}1, {roles[0]}2, ...), got none")
+            return
+        least = len(roles) - SIGNATURES[rec.kind].optional
+        if not least <= len(inputs) <= len(roles):
             rec.ok = False
             where = path + (len(roles),) if len(inputs) > len(roles) else path
-            self._add(where, f"{rec.who}: expected {len(roles)} input{'s' if len(roles) > 1 else ''} "
-                             f"({', '.join(roles)}), got {len(inputs)}: {found(inputs)}")
+            count = f"{least} or {len(roles)}" if least < len(roles) else str(len(roles))
+            shown = ", ".join(roles[:least] + tuple(f"optional {r}" for r in roles[least:]))
+            self._add(where, f"{rec.who}: expected {count} input{'s' if len(roles) > 1 else ''} "
+                             f"({shown}), got {len(inputs)}: {found(inputs)}")
 
     def _read_attrs(self, rec: _OpRec, entry: dict) -> None:
         assert rec.kind is not None
@@ -652,19 +703,57 @@ def _check_approximate(value) -> str | None:
 
 #: gelu's forms: ``tanh`` (the approximation) and ``none`` (exact, with erf).
 GELU_FORMS = ("tanh", "none")
+#: ``unary``'s functions and their flops per element (exp, tanh, erf, sqrt and a divide count one each).
+UNARY_FNS = {"exp": 1, "tanh": 1, "erf": 1, "sigmoid": 3, "sqrt": 1, "rsqrt": 2, "reciprocal": 1, "neg": 1,
+             "abs": 1, "square": 1, "pow": 1}
+#: ``reduce``'s reductions (over the last axis).
+REDUCTIONS = ("sum", "mean", "max", "min")
+
+
+def _check_fn(value) -> str | None:
+    return None if value in UNARY_FNS else f"expected one of {', '.join(UNARY_FNS)}, got {found(value)}"
+
+
+def _check_reduction(value) -> str | None:
+    return None if value in REDUCTIONS else f"expected one of {', '.join(REDUCTIONS)}, got {found(value)}"
+
+def _check_axis(value) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return f"expected a non-negative axis number (0 for the first axis), got {found(value)}"
+    return None
+
+
+def _check_ints(value, least: int) -> str | None:
+    """A non-empty array of integers, each at least ``least`` (slice's starts, ends and steps)."""
+    if not isinstance(value, list) or not value or \
+            not all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value):
+        return f"expected a non-empty array of integers >= {least}, one per axis of the input, got {found(value)}"
+    return None
+
+
 _ATTR_CHECKS = {"transpose_a": _check_bool, "transpose_b": _check_bool, "scale": _check_number,
                 "eps": lambda v: _check_number(v, positive=True), "perm": _check_perm, "shape": _check_shape,
                 "approximate": _check_approximate, "causal": _check_causal, "offset": _check_offset,
-                "value": _check_mask_value}
+                "value": _check_mask_value, "fn": _check_fn, "exponent": _check_number,
+                "reduction": _check_reduction, "keepdims": _check_bool, "axis": _check_axis,
+                "starts": lambda v: _check_ints(v, 0), "ends": lambda v: _check_ints(v, 1),
+                "steps": lambda v: _check_ints(v, 1)}
 _ATTR_HELP = {"perm": "the permutation of the input's axes, e.g. [1, 0, 2]",
               "causal": "true: mask the keys after each query (the only form so far)",
-              "shape": "the output shape, with the input's element count"}
+              "shape": "the output shape, with the input's element count",
+              "fn": f"the function: {', '.join(UNARY_FNS)}",
+              "reduction": f"the reduction over the last axis: {', '.join(REDUCTIONS)}",
+              "axis": "the axis the inputs are joined along (0 .. rank - 1)",
+              "starts": "per axis of the input, the first index taken", "ends": "per axis, one past the last index",
+              "steps": "per axis, the stride (1: every index)"}
 
 
 # -- dtype and shape rules ------------------------------------------------------------------------
 
 def _op_dtype(rec: _OpRec, ins: list) -> str:
     assert rec.kind is not None
+    if rec.kind == "embedding":
+        return _embedding_dtype(ins)
     first = ins[0]
     for j, spec in enumerate(ins[1:], start=1):
         if spec.dtype != first.dtype:
@@ -704,10 +793,34 @@ def _matmul_shape(ins: list, attrs: dict) -> tuple:
 
 def _binary_shape(ins: list, attrs: dict) -> tuple:
     x, y = ins
-    if y.shape == x.shape or y.shape == x.shape[-1:]:
+    if broadcast_kind(y.shape, x.shape) is not None:
         return x.shape
     raise _Fault(f"input {x.name!r} is {_show(x)} but input {y.name!r} is {_show(y)}: expected the second "
-                 f"of the same shape, or a vector [{x.shape[-1]}] of the first's last dimension", ("inputs", 1))
+                 f"to broadcast to the first (NumPy's rule, right-aligned: each of its dimensions equal to the "
+                 f"first's or 1), such as a vector [{x.shape[-1]}] of its last dimension or a column "
+                 f"{list(x.shape[:-1] + (1,))}", ("inputs", 1))
+
+
+def broadcast_kind(y: tuple, x: tuple) -> str | None:
+    """How a binary op's second operand of shape ``y`` broadcasts to ``x``: ``same``, ``vector``
+    (``x``'s trailing dimensions: a bias along the last axes), ``general`` (right-aligned, each
+    dimension equal or 1: a column ``[..., 1]``, a per-channel ``[C, 1, 1]``), or None.
+
+    >>> broadcast_kind((4, 8), (4, 8)), broadcast_kind((8,), (4, 8)), broadcast_kind((4, 1), (4, 8))
+    ('same', 'vector', 'general')
+    >>> broadcast_kind((3, 1, 1), (2, 3, 5, 5)), broadcast_kind((4,), (4, 8)), broadcast_kind((1, 2, 8), (2, 8))
+    ('general', None, None)
+    """
+    y, x = tuple(y), tuple(x)
+    if y == x:
+        return "same"
+    if len(y) > len(x) or not y:
+        return None
+    if y == x[len(x) - len(y):]:
+        return "vector"
+    if all(a in (b, 1) for a, b in zip(y, x[len(x) - len(y):])):
+        return "general"
+    return None
 
 
 def _unary_shape(ins: list, attrs: dict) -> tuple:
@@ -752,7 +865,190 @@ def _mask_shape(ins: list, attrs: dict) -> tuple:
     return x.shape
 
 
+def _unary_fn_shape(ins: list, attrs: dict) -> tuple:
+    if attrs["fn"] != "pow" and attrs["exponent"] != 1:
+        raise _Fault(f"exponent {attrs['exponent']} applies to fn pow only (fn is {attrs['fn']})", ("exponent",))
+    return ins[0].shape
+
+
+def _reduce_shape(ins: list, attrs: dict) -> tuple:
+    x = ins[0]
+    if len(x.shape) < 2 and not attrs["keepdims"]:
+        raise _Fault(f"input {x.name!r} is {_show(x)}: reducing its only axis leaves a scalar, which the "
+                     "operator graph has not; give keepdims: true (a [1] result)", ("keepdims",))
+    if attrs["reduction"] == "mean" and x.dtype not in FLOAT_DTYPES:
+        raise _Fault(f"a mean needs a float dtype ({', '.join(FLOAT_DTYPES)}), but input {x.name!r} is "
+                     f"{x.dtype}", ("reduction",))
+    return x.shape[:-1] + ((1,) if attrs["keepdims"] else ())
+
+
+def _rope_shape(ins: list, attrs: dict) -> tuple:
+    x = ins[0]
+    if len(x.shape) < 2 or x.shape[-1] % 2:
+        raise _Fault(f"input {x.name!r} is {_show(x)}: rope needs rank >= 2 ([..., positions, dim]) and an even "
+                     "last dimension (its two halves rotate together)", ("inputs", 0))
+    for j, spec in enumerate(ins[1:], start=1):
+        if spec.shape != x.shape[-2:]:
+            role = ("cos", "sin")[j - 1]
+            raise _Fault(f"{role} {spec.name!r} is {_show(spec)} but input {x.name!r} is {_show(x)}: expected "
+                         f"{role} of shape {list(x.shape[-2:])} (one row per position)", ("inputs", j))
+    return x.shape
+
+
+# -- data movement: concat, slice, expand, embedding
+
+def _concat_shape(ins: list, attrs: dict) -> tuple:
+    first, axis = ins[0], attrs["axis"]
+    rank = len(first.shape)
+    if axis >= rank:
+        raise _Fault(f"axis {axis} is outside input {first.name!r} {_show(first)} (rank {rank}; axes 0..{rank - 1})",
+                     ("axis",))
+    for j, spec in enumerate(ins[1:], start=1):
+        others = [d for i, d in enumerate(spec.shape) if i != axis]
+        if len(spec.shape) != rank or others != [d for i, d in enumerate(first.shape) if i != axis]:
+            raise _Fault(f"input {spec.name!r} is {_show(spec)} but input {first.name!r} is {_show(first)}: the "
+                         f"inputs of a concat along axis {axis} agree in every other dimension", ("inputs", j))
+    return first.shape[:axis] + (sum(s.shape[axis] for s in ins),) + first.shape[axis + 1:]
+
+
+def _slice_shape(ins: list, attrs: dict) -> tuple:
+    x = ins[0]
+    rank = len(x.shape)
+    for key in ("starts", "ends", "steps"):
+        if len(attrs[key]) != rank:
+            raise _Fault(f"{key} {list(attrs[key])} has {len(attrs[key])} entries but input {x.name!r} is {_show(x)} "
+                         f"(rank {rank}); give one per axis", (key,))
+    out = []
+    for d, (size, start, end) in enumerate(zip(x.shape, attrs["starts"], attrs["ends"])):
+        if not start < end <= size:
+            raise _Fault(f"axis {d} of input {x.name!r} {_show(x)}: starts[{d}] = {start} and ends[{d}] = {end}: "
+                         f"expected 0 <= start < end <= {size} (resolved indices, end exclusive)",
+                         ("ends" if start < end else "starts",))
+        out.append(-(-(end - start) // attrs["steps"][d]))
+    return tuple(out)
+
+
+def _expand_shape(ins: list, attrs: dict) -> tuple:
+    x, shape = ins[0], tuple(attrs["shape"])
+    lead = len(shape) - len(x.shape)
+    if lead < 0 or any(d not in (1, s) for d, s in zip(x.shape, shape[lead:])):
+        raise _Fault(f"input {x.name!r} {_show(x)} does not broadcast to shape {list(shape)}: expected rank <= "
+                     f"{len(shape)} and, aligned at the last axis, each dimension 1 or equal", ("shape",))
+    return shape
+
+
+def _embedding_dtype(ins: list) -> str:
+    ids, table = ins
+    if ids.dtype != "i32":
+        raise _Fault(f"ids {ids.name!r} are {ids.dtype}: an embedding's ids are i32 (token ids; an ONNX int64 "
+                     "input imports as i32)", ("inputs", 0))
+    return table.dtype
+
+
+def _embedding_shape(ins: list, attrs: dict) -> tuple:
+    ids, table = ins
+    if len(table.shape) != 2:
+        raise _Fault(f"table {table.name!r} is {_show(table)}: expected [rows, width] (one row per id)",
+                     ("inputs", 1))
+    return ids.shape + table.shape[1:]
+
+
 _SHAPE_RULES = {"matmul": _matmul_shape, "add": _binary_shape, "mul": _binary_shape, "gelu": _unary_shape,
                 "silu": _unary_shape, "relu": _unary_shape, "softmax": _unary_shape, "layernorm": _norm_shape,
                 "rmsnorm": _norm_shape, "transpose": _transpose_shape, "reshape": _reshape_shape,
-                "mask": _mask_shape}
+                "mask": _mask_shape, "sub": _binary_shape, "div": _binary_shape, "unary": _unary_fn_shape,
+                "reduce": _reduce_shape, "rope": _rope_shape, "concat": _concat_shape, "slice": _slice_shape,
+                "expand": _expand_shape, "embedding": _embedding_shape}
+
+
+# -- windows over feature maps: conv2d and pool ---------------------------------------------------
+
+#: ``pool``'s modes.
+POOL_MODES = ("max", "avg")
+
+
+def window_size(op: Op, tensors: Mapping[str, TensorSpec]) -> int:
+    """Input elements under one output element's window: ``C / groups x kh x kw`` for a conv2d
+    (its multiply-adds), ``kh x kw`` for a pool."""
+    if op.op == "conv2d":
+        return math.prod(tensors[op.inputs[1]].shape[1:])
+    return math.prod(op.attrs["kernel"])
+
+
+def _check_pair(value, least: int, what: str) -> str | None:
+    if not isinstance(value, list) or len(value) != 2 or \
+            not all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value):
+        return f"expected two integers >= {least} ({what}), got {found(value)}"
+    return None
+
+
+def _check_pads(value) -> str | None:
+    if not isinstance(value, list) or len(value) != 4 or \
+            not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        return f"expected four non-negative integers [top, left, bottom, right], got {found(value)}"
+    return None
+
+
+def _check_groups(value) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return f"expected a positive integer (1; the input channels for a depthwise conv), got {found(value)}"
+    return None
+
+
+def _check_mode(value) -> str | None:
+    return None if value in POOL_MODES else f"expected one of {', '.join(POOL_MODES)}, got {found(value)}"
+
+
+def _window_out(x: TensorSpec, kernel: tuple, attrs: dict) -> tuple[int, int]:
+    """``(Ho, Wo)`` of a window of ``kernel`` over x's last two axes, padded, strided (floor)."""
+    top, left, bottom, right = attrs["pads"]
+    h, w = x.shape[2] + top + bottom, x.shape[3] + left + right
+    if kernel[0] > h or kernel[1] > w:
+        raise _Fault(f"the window {list(kernel)} exceeds input {x.name!r} {_show(x)} padded to [{h}, {w}]",
+                     ("pads",))
+    sh, sw = attrs["strides"]
+    return (h - kernel[0]) // sh + 1, (w - kernel[1]) // sw + 1
+
+
+def _nchw(x: TensorSpec, role: str, j: int) -> None:
+    if len(x.shape) != 4:
+        raise _Fault(f"{role} {x.name!r} is {_show(x)}: expected an NCHW feature map [N, C, H, W]", ("inputs", j))
+
+
+def _conv2d_shape(ins: list, attrs: dict) -> tuple:
+    x, w = ins[:2]
+    _nchw(x, "X", 0)
+    if w.name == x.name:
+        raise _Fault(f"X and W are one tensor {x.name!r}: a conv2d takes a feature map and a distinct weight",
+                     ("inputs", 1))
+    if len(w.shape) != 4:
+        raise _Fault(f"W {w.name!r} is {_show(w)}: expected [O, C / groups, kh, kw]", ("inputs", 1))
+    g, (o, cg) = attrs["groups"], w.shape[:2]
+    if x.shape[1] % g or o % g:
+        raise _Fault(f"groups {g} divides neither input {x.name!r}'s {x.shape[1]} channels nor W's {o} output "
+                     "channels evenly; expected a common divisor (C for a depthwise conv)", ("groups",))
+    if cg * g != x.shape[1]:
+        raise _Fault(f"W {w.name!r} is {_show(w)} but X {x.name!r} is {_show(x)}: with groups {g}, W's second "
+                     f"dimension must be C / groups = {x.shape[1] // g}", ("inputs", 1))
+    if len(ins) == 3 and ins[2].shape != (o,):
+        raise _Fault(f"B {ins[2].name!r} is {_show(ins[2])}: expected the bias vector [{o}] (one per output "
+                     "channel)", ("inputs", 2))
+    return (x.shape[0], o, *_window_out(x, w.shape[2:], attrs))
+
+
+def _pool_shape(ins: list, attrs: dict) -> tuple:
+    x, kernel = ins[0], attrs["kernel"]
+    _nchw(x, "input", 0)
+    top, left, bottom, right = attrs["pads"]
+    if max(top, bottom) >= kernel[0] or max(left, right) >= kernel[1]:
+        raise _Fault(f"pads {list(attrs['pads'])} reach the kernel {list(kernel)}: each pad must be below the "
+                     "kernel's extent along its axis, so that no window is all padding", ("pads",))
+    return (*x.shape[:2], *_window_out(x, kernel, attrs))
+
+
+_ATTR_CHECKS.update({"strides": lambda v: _check_pair(v, 1, "[sh, sw]"), "pads": _check_pads,
+                     "groups": _check_groups, "mode": _check_mode,
+                     "kernel": lambda v: _check_pair(v, 1, "[kh, kw]"), "count_include_pad": _check_bool})
+_ATTR_HELP.update({"mode": f"the pooling: {', '.join(POOL_MODES)}",
+                   "kernel": "the window [kh, kw] ([H, W] for a global pool)"})
+_SHAPE_RULES.update({"conv2d": _conv2d_shape, "pool": _pool_shape})

@@ -53,9 +53,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dfopt import reference
-from dfopt.codegen.hls import include_dir
+from dfopt.codegen.hls import conv_kernels, include_dir, move_kernels
 from dfopt.codegen.hls import kernels as K
-from dfopt.codegen.hls.build import assign_banks, build_of, floorplan_tcl, link_cfg, makefile, run_hls_tcl
+from dfopt.codegen.hls.build import assign_banks, build_of, floorplan_tcl, link_cfg, makefile, outputs_py, run_hls_tcl
 from dfopt.codegen.hls.kernels import CTYPES, Port
 from dfopt.codegen.hls.region import Process, canonical_order, check_canonical
 from dfopt.errors import CodegenError
@@ -73,8 +73,10 @@ if TYPE_CHECKING:
 
 COMPUTE = {"matmul": K.matmul, "add": K.elementwise, "mul": K.elementwise, "gelu": K.elementwise,
            "silu": K.elementwise, "relu": K.elementwise, "mask": K.mask, "softmax": K.row_op,
-           "layernorm": K.row_op, "rmsnorm": K.row_op}
-MOVERS = ("transpose", "reshape")
+           "layernorm": K.row_op, "rmsnorm": K.row_op, "sub": K.elementwise, "div": K.elementwise,
+           "unary": K.elementwise, "reduce": K.row_op, "rope": K.row_op,
+           "conv2d": conv_kernels.window, "pool": conv_kernels.window}
+MOVERS = tuple(move_kernels.SOURCES)
 HEADERS = ("dfopt_stream.h", "dfopt_dataflow.h", "dfopt_monitor.h")
 #: names a kernel or stream may not take as they are: C++ keywords, and names the design uses itself
 _KEYWORDS = CXX_KEYWORDS | {"top", "main", "mem"}
@@ -293,7 +295,7 @@ class _Design:
             self._need(k, ins=1, outs=1)
             ctype = CTYPES[self.opgraph.tensors[op.output].dtype]
             if op.op in MOVERS:
-                lines = K.mover(fn, op, in_ports[0], out_ports, ctype)
+                lines = move_kernels.mover(fn, op, in_ports, out_ports, ctype)
             else:
                 lines = COMPUTE[op.op](fn, k, op, in_ports, out_ports, ctype)
             decl = K.signature(fn, in_ports, out_ports)
@@ -559,10 +561,14 @@ def _floorplan(design: _Design, slots: dict) -> str:
     return floorplan_tcl({fn: slots[k] for fn, k in design.process_slot_of.items() if k in slots})
 
 
-def _write_data(opgraph, data_dir: Path, seed: int) -> None:
+def _write_data(opgraph, data_dir: Path, seed: int, values: Mapping | None = None,
+                expected: Mapping | None = None) -> None:
+    """The inputs (``values``' where given, else random) and the reference outputs (``expected``
+    where given, else the NumPy reference's on those inputs)."""
     data_dir.mkdir()
     inputs = reference.random_inputs(opgraph, seed)
-    values = reference.evaluate(opgraph, inputs)
+    inputs.update({k: np.asarray(v) for k, v in (values or {}).items() if k in inputs})
+    values = {**reference.evaluate(opgraph, inputs), **dict(expected or {})}
     for name in opgraph.inputs:
         dt = np.dtype(reference.STORAGE[opgraph.tensors[name].dtype]).newbyteorder("<")
         np.ascontiguousarray(inputs[name], dtype=dt).tofile(data_dir / f"{name}.bin")
@@ -642,7 +648,9 @@ def design_storage(fused_graph: DataflowGraph, binding: Mapping[str, str]) -> di
 
 def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out_dir: StrPath,
                 slots: dict | None = None, seed: int = 0, groups: list[list[str]] | None = None,
-                storage: Mapping[str, str] | None = None, platform: Platform | None = None) -> dict:
+                storage: Mapping[str, str] | None = None, platform: Platform | None = None,
+                values: Mapping | None = None, expected: Mapping | None = None,
+                output_names: Mapping[str, str] | None = None) -> dict:
     """Write the HLS C++ project of ``graph`` (tiled from ``opgraph`` by
     :func:`dfopt.models.tiling.tiler.tile_graph`) into ``out_dir``; see the module docstring.
 
@@ -651,12 +659,17 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
     ``floorplan.tcl``; ``storage`` maps FIFO names to the memory stage's kind (``register``,
     ``lutram``, ``bram18``, ``uram``: a ``bind_storage`` pragma); ``platform`` gives the part, the
     Vitis platform and the memory banks of ``run_hls.tcl`` and ``link.cfg`` (default: the U280
-    preset's). ``groups`` (kernel names per fused group, each group reading only from groups
-    before it) emits one dataflow function ``group_<i>`` per group, run one after another by
-    ``top``; a stream between two groups goes through a DRAM buffer (FIFOs ``s`` and ``s__rd``,
-    see the module docstring). The folder is built next to ``out_dir`` and renamed into place at
-    the end (an existing ``out_dir`` is replaced), so a failed emission leaves no partial folder.
-    Raises :class:`CodegenError` for a dtype other than f32 / f64, an op kind or stream it cannot
+    preset's). ``values`` (arrays by graph input and weight name) replace the random test data,
+    ``expected`` (arrays by output name) the NumPy reference's outputs the test bench compares
+    with; ``output_names`` (output -> a name of the model's) adds ``outputs.py``, which ``make
+    csim`` and ``make csim-vitis`` run to write what the design computed to ``outputs.npz`` under
+    those names (:func:`dfopt.codegen.hls.build.outputs_py`). ``groups`` (kernel names per fused
+    group, each group reading only from groups before it) emits one dataflow function
+    ``group_<i>`` per group, run one after another by ``top``; a stream between two groups goes
+    through a DRAM buffer (FIFOs ``s`` and ``s__rd``, see the module docstring). The folder is
+    built next to ``out_dir`` and renamed into place at the end (an existing ``out_dir`` is
+    replaced), so a failed emission leaves no partial folder.
+    Raises :class:`CodegenError` for a dtype other than f32 / f64 / i32, an op kind or stream it cannot
     express, a region it cannot put in canonical order, ports that do not fit the memory banks.
     Returns a summary: ``out_dir``, ``files``, ``kernels`` (process functions), ``converters``,
     ``streams`` (FIFO name -> depth in beats), ``manifest`` (the contents of ``design.json``).
@@ -692,12 +705,16 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
                  "design.json": json.dumps(manifest, indent=1) + "\n"}
         if floorplan is not None:
             files["floorplan.tcl"] = floorplan
+        if output_names:
+            files["outputs.py"] = outputs_py({n: (output_names[n], opgraph.tensors[n].shape,
+                                                   np.dtype(reference.STORAGE[opgraph.tensors[n].dtype]).str)
+                                               for n in opgraph.outputs if n in output_names})
         for name, text in files.items():
             (tmp / name).write_text(text)
         (tmp / "include").mkdir()
         for h in HEADERS:
             shutil.copy(include_dir() / h, tmp / "include" / h)
-        _write_data(opgraph, tmp / "data", seed)
+        _write_data(opgraph, tmp / "data", seed, values, expected)
         os.chmod(tmp, 0o755)
         _replace(tmp, out_dir)
     except BaseException:

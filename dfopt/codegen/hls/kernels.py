@@ -30,13 +30,14 @@ from dfopt.errors import CodegenError
 from dfopt.ir.channel import CHANNEL_BITS_MAX
 from dfopt.ir.converter import converter_buffer, shared_prefix
 from dfopt.ir.itensor import DTYPE_BITS, ITensorType
+from dfopt.ir.opgraph import broadcast_kind
 from dfopt.models.tiling import costs
 
 if TYPE_CHECKING:
     from dfopt.ir.graph import Kernel
     from dfopt.ir.opgraph import Op
 
-CTYPES = {"f32": "float", "f64": "double"}
+CTYPES = {"f32": "float", "f64": "double", "i32": "int"}   # i32: token ids, integer streams
 COMPUTE_MARK = "// dfopt: compute"
 
 
@@ -175,6 +176,11 @@ def _element(array: str, dim: int) -> Callable[[list[str]], str]:
     return lambda c: f"{array}[{c[dim]}]"
 
 
+def _table(array: str) -> Callable[[list[str]], str]:
+    """``array[c0][c1]...``: an array indexed by every coordinate."""
+    return lambda c: f"{array}{subscript(c)}"
+
+
 def _outs(outs: list[Port]) -> list[str]:
     return [f"out{i}" for i in range(len(outs))]
 
@@ -310,30 +316,45 @@ _UNARY = {
 GELU_ERF = f"T(0.5) * v * (T(1) + std::erf(v * T({_fmt(1 / math.sqrt(2))})))"
 
 
+#: ``unary``'s functions of ``v``.
+UNARY_FNS = {"exp": "std::exp(v)", "tanh": "std::tanh(v)", "erf": "std::erf(v)",
+             "sigmoid": "T(1) / (T(1) + std::exp(-v))", "sqrt": "std::sqrt(v)", "rsqrt": "T(1) / std::sqrt(v)",
+             "reciprocal": "T(1) / v", "neg": "-v", "abs": "std::fabs(v)", "square": "v * v"}
+#: The binary elementwise ops' C operators.
+BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
 def _unary(op: Op) -> str:
     if op.op == "gelu" and op.attrs.get("approximate", "tanh") == "none":
         return GELU_ERF
+    if op.op == "unary":
+        fn = op.attrs["fn"]
+        return f"std::pow(v, T({_fmt(op.attrs['exponent'])}))" if fn == "pow" else UNARY_FNS[fn]
     return _UNARY[op.op]
 
 
 def elementwise(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
-    """add / mul (y of x's shape, or a vector of x's last dimension) and gelu, silu, relu:
+    """add / sub / mul / div (y of x's shape, a vector of x's last dimensions, or any other NumPy
+    broadcast: ``y`` at the element's tile coordinates with 0 on its size-1 axes) and gelu, silu,
+    relu, unary:
     ``n / U`` cycles per tile, ``U`` lanes (:func:`~dfopt.models.tiling.costs.elementwise_unroll`)."""
     _check_tokens(kernel, ins, kernel.loops)
     n = outs[0].itype.element_count
     ny = ins[-1].itype.element_count
-    period = ny if (op.op not in _UNARY and len(ins) > 1 and ny != n) else None
+    kind = broadcast_kind(ins[-1].itype.shape, outs[0].itype.shape) if op.op in BINARY and len(ins) > 1 else None
+    period = ny if kind == "vector" else None
     u = costs.elementwise_unroll(n, _lanes(kernel), period)
     decls = []
     for i, p in enumerate(ins):
         decls += declare(ctype, f"x{i}", (p.itype.element_count,), [max(u, p.lanes)])
     decls += declare(ctype, "y", (n,), [max(u, outs[0].lanes)])
-    if op.op in _UNARY:
+    if op.op not in BINARY:
         compute = ["const T v = x0[e];", f"y[e] = {_unary(op)};"]
     else:
         other = "x0" if len(ins) == 1 else "x1"   # add(x, x): one stream serves both operands
-        at = "e" if period is None else f"e % {ny}"
-        compute = [f"y[e] = x0[e] {'+' if op.op == 'add' else '*'} {other}[{at}];"]
+        at = _broadcast_at(outs[0].shape, ins[1].shape) if kind == "general" else \
+            "e" if period is None else f"e % {ny}"
+        compute = [f"y[e] = x0[e] {BINARY[op.op]} {other}[{at}];"]
     reads: list[str] = []
     for i, p in enumerate(ins):
         reads += read_beats(f"in{i}", p, _element(f"x{i}", 0), shape=(p.itype.element_count,))
@@ -342,6 +363,14 @@ def elementwise(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Por
             *write_beats(_outs(outs), outs[0], lambda c: f"y[{c[0]}]", ctype, shape=(n,))]
     return [signature(fn, ins, outs) + " {", f"  typedef {ctype} T;", *indent(decls),
             *indent(_wrap_loops(kernel.loops, body)), "}"]
+
+
+def _broadcast_at(tile: Sequence[int], ytile: Sequence[int]) -> str:
+    """The flat index in ``y``'s tile (right-aligned to the output's ``tile``, its size-1 axes
+    broadcast) of the output tile's element ``e``."""
+    lead = len(tile) - len(ytile)
+    c = coords("e", tile)
+    return flat_index(["0" if int(n) == 1 else c[lead + j] for j, n in enumerate(ytile)], ytile)
 
 
 def mask(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
@@ -375,26 +404,33 @@ def mask(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], cty
 
 
 def row_op(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], ctype: str) -> list[str]:
-    """softmax, layernorm, rmsnorm over the whole last axis of each row of the tile.
+    """softmax, layernorm, rmsnorm, reduce and rope over the whole last axis of each row of the tile.
 
     The tile is ``rows x R``; each pass (:data:`~dfopt.models.tiling.costs.ROW_PASSES`) runs
     ``cb`` over the row in steps of ``UC`` and, inside, ``rb`` over blocks of ``UR`` rows
     (pipelined, flattened; ``UR x UC`` lanes, :func:`~dfopt.models.tiling.costs.row_unroll`). A
     reduction accumulates into interleaved partials (a cell updated every ``distance`` cycles)
-    that one ``rb`` loop per reduction combines."""
+    that one ``rb`` loop per reduction combines. A reduce writes the combined value of each row;
+    rope reads the rows of its cos and sin tables at the tile's positions (``P`` of them: the
+    tile's rows cycle through them, the leading axes tiled outside) and writes
+    ``x cos + rotate_half(x) sin`` in one pass."""
     _check_tokens(kernel, ins, kernel.loops)
     dtype = ctype_dtype(ctype)
-    row = int(outs[0].itype.shape[-1])
-    rows = outs[0].itype.element_count // row
+    row = int(ins[0].itype.shape[-1])
+    rows = ins[0].itype.element_count // row
+    reduced = op.op == "reduce"
     ur, uc = costs.row_unroll(rows, row, _lanes(kernel))
     rb, cb = rows // ur, row // uc
     parts = costs.interleave(rb, dtype)
     npart = parts * uc
     decls = [*declare(ctype, "x", (rows, row), merge([ur, uc], footprint((rows, row), ins[0].lanes))),
-             *declare(ctype, "y", (rows, row), merge([ur, uc], footprint((rows, row), outs[0].lanes))),
+             *(declare(ctype, "y", (rows,), [max(ur, outs[0].lanes)]) if reduced else
+               declare(ctype, "y", (rows, row), merge([ur, uc], footprint((rows, row), outs[0].lanes)))),
              *declare(ctype, "part", (npart, rows), (npart, ur))]
+    positions = ins[1].itype.element_count // row if op.op == "rope" else 1
     for i, p in enumerate(ins[1:]):
-        decls += declare(ctype, f"g{i}", (row,), [max(uc, p.lanes)])
+        decls += (declare(ctype, f"g{i}", (positions, row), merge([1, uc], footprint((positions, row), p.lanes)))
+                  if op.op == "rope" else declare(ctype, f"g{i}", (row,), [max(uc, p.lanes)]))
     lanes = [("dr", ur), ("dc", uc)]
     at = [f"const int r = rbk * {ur} + dr, c = cbk * {uc} + dc;"]
     q = "0" if parts == 1 else f"(cbk % {parts})"
@@ -413,7 +449,9 @@ def row_op(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], c
         body.append(f"{target}[r] = {finish};")
         return [COMPUTE_MARK, *_nest([("rbk", rb)], _unrolled([("dr", ur)], body))]
 
-    ninf = "-std::numeric_limits<T>::infinity()"
+    floating = dtype in ("f32", "f64", "f16", "bf16")
+    ninf = "-std::numeric_limits<T>::infinity()" if floating else "std::numeric_limits<T>::lowest()"
+    pinf = "std::numeric_limits<T>::infinity()" if floating else "std::numeric_limits<T>::max()"
     add = "s + part[p][r]"
     eps = f"T({_fmt(op.attrs.get('eps', 0))})"
     first = "T(0)"
@@ -431,6 +469,22 @@ def row_op(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], c
                   *pass_(["const T d = x[r][c] - mean[r];", f"{pidx} += d * d;"], "sum"),
                   *combine("den", add, f"std::sqrt(s / T({row}) + {eps})", "T(0)"),
                   *pass_(["y[r][c] = (x[r][c] - mean[r]) / den[r] * g0[c] + g1[c];"])]
+    elif op.op == "reduce":
+        how = op.attrs["reduction"]
+        stats = []
+        if how in ("sum", "mean"):
+            passes = [*pass_([f"{pidx} += x[r][c];"], "sum"),
+                      *combine("y", add, "s" if how == "sum" else f"s / T({row})", "T(0)")]
+        else:
+            cmp = ">" if how == "max" else "<"
+            first = ninf if how == "max" else pinf
+            passes = [*pass_([f"{pidx} = x[r][c] {cmp} {pidx} ? x[r][c] : {pidx};"], how),
+                      *combine("y", f"part[p][r] {cmp} s ? part[p][r] : s", "s", first)]
+    elif op.op == "rope":
+        h, at_pos = row // 2, f"r % {positions}"
+        stats = []
+        passes = [*pass_([f"const T rot = c < {h} ? -x[r][c + {h}] : x[r][c - {h}];",
+                          f"y[r][c] = x[r][c] * g0[{at_pos}][c] + rot * g1[{at_pos}][c];"])]
     else:
         stats = [*declare(ctype, "den", (rows,), [ur])]
         passes = [*pass_([f"{pidx} += x[r][c] * x[r][c];"], "sum"),
@@ -439,9 +493,13 @@ def row_op(fn: str, kernel: Kernel, op: Op, ins: list[Port], outs: list[Port], c
     reset = _nest([("p", npart), ("r", rows)], [f"part[p][r] = {first};"])
     reads = [*read_beats("in0", ins[0], lambda c: f"x{subscript(c)}", shape=(rows, row))]
     for i, p in enumerate(ins[1:]):
-        reads += read_beats(f"in{i + 1}", p, _element(f"g{i}", -1), shape=(row,))
-    body = [*reads, *passes,
-            *write_beats(_outs(outs), outs[0], lambda c: f"y{subscript(c)}", ctype, shape=(rows, row))]
+        if op.op == "rope":
+            reads += read_beats(f"in{i + 1}", p, _table(f"g{i}"), shape=(positions, row))
+        else:
+            reads += read_beats(f"in{i + 1}", p, _element(f"g{i}", -1), shape=(row,))
+    write = (write_beats(_outs(outs), outs[0], lambda c: f"y[{c[0]}]", ctype, shape=(rows,)) if reduced else
+             write_beats(_outs(outs), outs[0], lambda c: f"y{subscript(c)}", ctype, shape=(rows, row)))
+    body = [*reads, *passes, *write]
     return [signature(fn, ins, outs) + " {", f"  typedef {ctype} T;", *indent(decls + stats),
             *indent(reset), *indent(_wrap_loops(kernel.loops, body)), "}"]
 
@@ -467,41 +525,6 @@ def dma_out(fn: str, port: Port, ctype: str) -> list[str]:
     read = read_beats("in0", port, lambda c: f"mem[{flat_index(_tensor_at()(c), shape)}]")
     body = loop_nest(port.itype, "i", read)
     return [signature(fn, [port], [], f"{ctype}* mem") + " {", *indent(body), "}"]
-
-
-def mover(fn: str, op: Op, port: Port, outs: list[Port], ctype: str) -> list[str]:
-    """transpose / reshape: buffer the whole input (read in its stream's order), then write the
-    output tiles in the output type's order, one beat per cycle (the compute loop)."""
-    src, out = tuple(int(n) for n in port.itype.shape), tuple(int(n) for n in outs[0].itype.shape)
-    fp_in = footprint(port.shape, port.lanes)
-    fp_out = footprint(outs[0].shape, outs[0].lanes)
-    if op.op == "transpose":
-        perm = list(op.attrs["perm"])
-        factors = list(fp_in)
-        for i, d in enumerate(perm):          # output dim i is input dim perm[i]
-            factors[d] = max(factors[d], fp_out[i])
-        decl = declare(ctype, "buf", src, factors, static=True)
-
-        def load(c):   # out[c] = in[c'] with c'[perm[i]] = c[i]
-            tc = _tensor_at()(c)
-            return f"buf{subscript([tc[perm.index(d)] for d in range(len(src))])}"
-        store_shape = src
-    else:
-        total = math.prod(src)
-        decl = declare(ctype, "buf", (total,), [max(fp_in[-1], fp_out[-1])], static=True)
-
-        def load(c):   # reshape keeps the row-major flat index
-            return f"buf[{flat_index(_tensor_at()(c), out)}]"
-        store_shape = (total,)
-
-    def store(c):
-        tc = _tensor_at()(c)
-        if len(store_shape) == 1 and len(src) > 1:
-            return f"buf[{flat_index(tc, src)}]"
-        return f"buf{subscript(tc)}"
-    scatter = loop_nest(port.itype, "i", read_beats("in0", port, store))
-    gather = loop_nest(outs[0].itype, "j", write_beats(_outs(outs), outs[0], load, ctype, mark=True))
-    return [signature(fn, [port], outs) + " {", *indent(decl + scatter + gather), "}"]
 
 
 def converter(fn: str, src: Port, dst: Port, pp: Port) -> tuple[list[str], list[str]]:

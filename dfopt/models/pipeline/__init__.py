@@ -315,8 +315,8 @@ def check(instance: Instance, solution: Solution, options: Options | None = None
     return [d for c in checks(instance, options, solution) if not c.ok for d in (c.details or [c.name])]
 
 
-def _emit(instance, solution, out_dir, options=None) -> dict:
-    return emit(instance, solution, out_dir)
+def _emit(instance, solution, out_dir, options=None, data=None) -> dict:
+    return emit(instance, solution, out_dir, data=data)
 
 
 PROBLEM = Problem(

@@ -281,14 +281,17 @@ def watching(hook: Callable[[str, StageResult, list], None]) -> Iterator[None]:
         _HOOKS.reset(token)
 
 
-def emit(instance: Instance, solution: Solution, out_dir: StrPath) -> dict:
+def emit(instance: Instance, solution: Solution, out_dir: StrPath, data: Any = None) -> dict:
     """Write the HLS C++ project of a solved pipeline instance into ``out_dir`` (atomically):
     the operator graph tiled again with the solution's options (deterministic), the fused design
     rebuilt from the fusion decision, FIFO depths of the fifo stage and memory kinds of the memory
     stage mapped onto the emitted streams, kernels assigned to their placement slots, one dataflow
     function per fused group (the fusion stage's groups restricted to the tiled graph's kernels:
     its converter and DMA kernels are the emitter's own; a cut stream goes through DRAM), the
-    platform's part and memory banks for the Vitis build. Returns the emitter's summary."""
+    platform's part and memory banks for the Vitis build. ``data`` (a
+    :class:`dfopt.frontend.data.ModelData`, for a design imported from a model) gives the test
+    bench the model's weights, inputs and reference outputs, and ``outputs.npz`` its names.
+    Returns the emitter's summary."""
     from dfopt.codegen.hls.emit import design_depths, design_storage, emit_design
     from dfopt.models.fusion import fused_design
     from dfopt.models.tiling.tiler import tile_graph
@@ -304,5 +307,7 @@ def emit(instance: Instance, solution: Solution, out_dir: StrPath) -> dict:
     slots = {k: s for k, s in design.placement.slot.items() if k in tiled.kernels}
     groups = [[k for k in members if k in tiled.kernels] for members in design.fusion.groups]
     groups = [members for members in groups if members]
+    model = {} if data is None else {"values": data.values, "expected": data.expected,
+                                     "output_names": data.output_names}
     return emit_design(instance.operators, tiled, depths, out_dir, slots=slots, seed=solution.seed, groups=groups,
-                       storage=storage, platform=instance.platform)
+                       storage=storage, platform=instance.platform, **model)

@@ -14,16 +14,21 @@ partial accumulators so that a floating-point add never waits on the previous on
   an output tile after ``k_steps`` steps (its whole reduction): ``ii = k_steps x (tm / UI) x
   (tn / UJ) x (tk / UK)`` (``k_steps x ceil(tm tn tk / lanes)`` when the sizes are powers of
   two), ``delay = ii + PIPELINE_DEPTH``. It holds its accumulator tile and one A and one B tile.
-* row kernels (softmax, layernorm, rmsnorm) buffer a block of whole rows, reduce it, then write
-  it normalised: ``ROW_PASSES`` passes of ``(rows / UR) x (row / UC)`` cycles per tile
-  (:func:`row_unroll`) plus one ``rows / UR`` loop per reduction (``ROW_REDUCTIONS``) that folds
-  the partial sums.
-* elementwise kernels (add, mul, gelu, silu, relu, and mask: a compare of the element's query and
-  key indices and a select): one pass of ``tile / U`` per tile (:func:`elementwise_unroll`), one
-  tile per operand held.
+* row kernels (softmax, layernorm, rmsnorm, reduce, rope) buffer a block of whole rows, reduce
+  it, then write it normalised (reduce: one value per row; rope: rotated, no reduction):
+  ``ROW_PASSES`` passes of ``(rows / UR) x (row / UC)`` cycles per tile (:func:`row_unroll`)
+  plus one ``rows / UR`` loop per reduction (``ROW_REDUCTIONS``) that folds the partial sums.
+* elementwise kernels (add, sub, mul, div, gelu, silu, relu, unary, and mask: a compare of the
+  element's query and key indices and a select): one pass of ``tile / U`` per tile
+  (:func:`elementwise_unroll`), one tile per operand held. A unary function (exp, tanh, erf,
+  sqrt, ...) is costed as 3 multiply-adds per lane, like silu: rough, the IP cores differ.
+* window kernels (conv2d, pool; :mod:`.conv`): the whole input feature map read into a buffer
+  (one beat per cycle, as a mover), then per output tile of ``E`` elements ``(R / UR) x (E / UE)``
+  cycles over the window's ``R`` elements (:func:`.conv.window_unroll`).
 * DMA kernels: one 512-bit AXI beat per cycle after a fixed request latency; no DSP.
-* data movers (transpose, reshape): read the whole tensor into a buffer, then write it in the new
-  order, one beat per cycle (``ceil(tile / min(lanes, 512 / dtype bits))`` per token, the input's
+* data movers (transpose, reshape, concat, slice, expand, embedding): read every input whole into
+  its buffer, one input after another (embedding: the ids, then the whole table), then write the
+  output in its order, one beat per cycle (``ceil(tile / min(lanes, 512 / dtype bits))`` per token, the input's
   tiles on the way in, the output's on the way out).
 
 When each port reads or writes each token, in the emitted loop order and with these cycle
@@ -49,6 +54,7 @@ of ``DSP_PER_MAC[dtype]`` DSPs and ``LUT/FF_PER_LANE_BIT x bits``; ``bram`` from
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dfopt.ir.itensor import DTYPE_BITS
@@ -66,9 +72,13 @@ ACC_BITS = {"bf16": 32, "f16": 32, "i8": 32, "i16": 32}   # accumulator width (e
 OP_MACS = {                # multiply-adds per element of one pass, per lane
     "matmul": 1, "layernorm": 3, "rmsnorm": 2, "softmax": 3, "gelu": 4, "silu": 3, "silu_mul": 3,
     "relu": 0, "mask": 0, "add": 1, "mul": 1, "transpose": 0, "reshape": 0,
+    "sub": 1, "div": 1, "unary": 3, "reduce": 1, "rope": 2,
+    "concat": 0, "slice": 0, "expand": 0, "embedding": 0,
+    "conv2d": 1, "avgpool": 1, "maxpool": 0,    # pool by mode: an add, or a compare (no DSP)
 }
-ROW_PASSES = {"layernorm": 3, "rmsnorm": 2, "softmax": 3}   # max, exp-sum, divide / mean, var, scale
-ROW_REDUCTIONS = {"layernorm": 2, "rmsnorm": 1, "softmax": 2}  # partial-sum folds per tile
+ROW_PASSES = {"layernorm": 3, "rmsnorm": 2, "softmax": 3,   # max, exp-sum, divide / mean, var, scale
+              "reduce": 1, "rope": 1}                       # accumulate / rotate
+ROW_REDUCTIONS = {"layernorm": 2, "rmsnorm": 1, "softmax": 2, "reduce": 1, "rope": 0}  # partial-sum folds per tile
 ADD_LATENCY = {"f32": 8, "f64": 8}   # cycles of a pipelined fadd / dadd (Vitis reports 4-8 on
                                      # UltraScale+ by clock; the upper end), also a max's compare
 LUT_PER_LANE_BIT = 20      # datapath LUTs per lane per bit of the dtype (align, normalise, mux)
@@ -192,17 +202,22 @@ def mover_read_ii(dtype: str, in_tile_elems: int, lanes: int) -> int:
     return -(-int(in_tile_elems) // mover_lanes(dtype, lanes))
 
 
-def mover_cost(op: str, dtype: str, total_elems: int, tile_elems: int, lanes: int,
-               in_tile_elems: int | None = None) -> KernelCost:
-    """A transpose or reshape: the whole tensor is buffered (its input tokens of ``in_tile_elems``
-    values, default the output's ``tile_elems``, one :func:`mover_read_ii` each), then written in
-    the new order: ``delay`` = the read phase + one output token + ``PIPELINE_DEPTH``."""
-    in_tile = int(in_tile_elems or tile_elems)
-    read = max(total_elems // in_tile, 1) * mover_read_ii(dtype, in_tile, lanes)
+def mover_cost(op: str, dtype: str, reads: Sequence[tuple[int, int, str]], tile_elems: int,
+               lanes: int) -> KernelCost:
+    """A data mover: every input is buffered whole, one after another (``reads``: per distinct
+    input, its tokens, the values of one token and its dtype; one :func:`mover_read_ii` per
+    token), then the output written in its own order, ``tile_elems`` values per token:
+    ``delay`` = the read phase + one output token + ``PIPELINE_DEPTH``. It holds every input.
+
+    >>> c = mover_cost("concat", "f32", [(4, 64, "f32"), (2, 64, "f32")], tile_elems=128, lanes=16)
+    >>> c.delay, c.ii, c.resources["bytes"]
+    (44, 8, 1536)
+    """
+    read = sum(int(tokens) * mover_read_ii(dt, elems, lanes) for tokens, elems, dt in reads)
+    held = sum(int(tokens) * int(elems) * _bytes(dt) for tokens, elems, dt in reads)
     lanes = mover_lanes(dtype, lanes)
     step = -(-tile_elems // lanes)
-    return KernelCost(read + step + PIPELINE_DEPTH, step,
-                      compute_resources(total_elems * _bytes(dtype), lanes, op, dtype))
+    return KernelCost(read + step + PIPELINE_DEPTH, step, compute_resources(held, lanes, op, dtype))
 
 
 def dma_cost(dtype: str, tile_elems: int) -> KernelCost:

@@ -8,14 +8,19 @@ docs/design.md, the token timing model) it does each, with the cycle counts of t
 ``Stream.dst_schedule``. The kernel keeps its steady fields: its writes are the cost model's
 ``delay + k * ii`` and its ``latency`` is its last event + 1 (:func:`latency`).
 
-* **compute kernels** (matmul, add, mul, gelu, silu, relu, mask, softmax, layernorm, rmsnorm;
+* **compute kernels** (matmul, add, sub, mul, div, gelu, silu, relu, unary, mask, softmax,
+  layernorm, rmsnorm, reduce, rope;
   :func:`tile_schedules`): per output tile (one iteration of the parallel tile loops) the
   reduction loops run ``steps`` steps (1 without a reduction) of ``ii // steps`` cycles; a step
   reads one token of every input at its start, and the tile's token is written at the end of the
   last step. The first tile's write also waits for the pipeline (``delay = ii + PIPELINE_DEPTH``);
   each later tile starts the cycle after the previous write, so its write comes ``ii`` later;
-* **data movers** (transpose, reshape; :func:`phase_schedules`): every input token, ``read_ii``
-  apart, then every output token at ``delay + k * ii``;
+* **data movers** (transpose, reshape, concat, slice, expand, embedding; :func:`phase_schedules`):
+  every token of input 0, ``read_ii`` apart, then every token of input 1, ... (the kernel's input
+  streams in the op's input order), then every output token at ``delay + k * ii``;
+* **window kernels** (conv2d, pool; :func:`dfopt.models.tiling.conv.window_schedules`): every
+  token of X ``read_ii`` apart from 0 (the whole feature map), then the compute kernels' tile
+  schedule shifted past that read phase: per output tile its W and B tokens, then its write;
 * **DMA kernels**: a ``dma_in`` writes at ``delay + k * ii``, a ``dma_out`` reads at ``k * ii``;
 * **layout converters** (:func:`converter_schedules`, built by fusion): per phase (an iteration
   of the loops both nests share) the phase's source tokens, then its destination tokens; the next
@@ -45,8 +50,10 @@ from dfopt.ir.graph import DataflowGraph, Kernel, Stream
 from dfopt.ir.tokens import Block, TokenSchedule
 from dfopt.models.tiling import costs
 
-COMPUTE_OPS = ("matmul", "add", "mul", "gelu", "silu", "relu", "mask", "softmax", "layernorm", "rmsnorm")
-MOVER_OPS = ("transpose", "reshape")
+COMPUTE_OPS = ("matmul", "add", "mul", "gelu", "silu", "relu", "mask", "softmax", "layernorm", "rmsnorm",
+               "sub", "div", "unary", "reduce", "rope")
+MOVER_OPS = ("transpose", "reshape", "concat", "slice", "expand", "embedding")
+WINDOW_OPS = ("conv2d", "pool")     # their schedules: dfopt.models.tiling.conv.window_schedules
 TIMINGS = ("exact", "steady")
 
 __all__ = ["PortSchedules", "tile_schedules", "phase_schedules", "dma_in_schedules", "dma_out_schedules",
@@ -97,18 +104,25 @@ def tile_schedules(tiles: int, steps: int, ii: int, delay: int) -> PortSchedules
     return PortSchedules(TokenSchedule(tuple(_trim(b) for b in blocks)), TokenSchedule.steady(delay, ii, tiles))
 
 
-def phase_schedules(read_tokens: int, read_ii: int, write_tokens: int, delay: int, ii: int) -> PortSchedules:
-    """A data mover: the reads ``read_ii`` apart from cycle 0, then the writes at ``delay + k * ii``
-    (``delay`` after the last read).
+def phase_schedules(reads: list[tuple[int, int]], write_tokens: int, delay: int, ii: int) -> list[PortSchedules]:
+    """A data mover, one :class:`PortSchedules` per input: input ``j``'s ``reads[j] = (tokens,
+    read_ii)`` ``read_ii`` apart, from the cycle after input ``j - 1``'s read phase (input 0 from
+    cycle 0), then the writes at ``delay + k * ii`` (``delay`` after the last read).
 
-    >>> s = phase_schedules(read_tokens=4, read_ii=2, write_tokens=2, delay=11, ii=4)
-    >>> s.reads.offsets().tolist(), s.writes.offsets().tolist()
-    ([0, 2, 4, 6], [11, 15])
+    >>> a, b = phase_schedules([(4, 2), (2, 3)], write_tokens=2, delay=20, ii=4)
+    >>> a.reads.offsets().tolist(), b.reads.offsets().tolist(), b.writes.offsets().tolist()
+    ([0, 2, 4, 6], [8, 11], [20, 24])
     """
-    reads = TokenSchedule.steady(0, max(1, int(read_ii)), int(read_tokens))
-    if read_tokens > 0 and write_tokens > 0 and delay <= reads.last:
-        raise ValueError(f"the first write (cycle {delay}) must follow the last read (cycle {reads.last})")
-    return PortSchedules(reads, TokenSchedule.steady(int(delay), max(1, int(ii)), int(write_tokens)))
+    writes = TokenSchedule.steady(int(delay), max(1, int(ii)), int(write_tokens))
+    out, start = [], 0
+    for tokens, read_ii in reads:
+        sched = TokenSchedule.steady(start, max(1, int(read_ii)), int(tokens))
+        out.append(PortSchedules(sched, writes))
+        start += int(tokens) * max(1, int(read_ii))
+    last = max((s.reads.last for s in out if s.reads is not None and s.reads.count), default=None)
+    if last is not None and write_tokens > 0 and delay <= last:
+        raise ValueError(f"the first write (cycle {delay}) must follow the last read (cycle {last})")
+    return out
 
 
 def dma_in_schedules(tokens: int, delay: int, ii: int) -> PortSchedules:
@@ -179,13 +193,16 @@ def kernel_schedules(graph: DataflowGraph, name: str) -> dict[str, PortSchedules
         tiles, steps = _tiles_and_steps(k)
         one = tile_schedules(tiles, steps, k.ii, k.delay)
         return {s.name: one for s in ins + outs}
-    if k.op in MOVER_OPS and len(ins) == 1:
-        s = ins[0]
-        elems = math.prod(s.dst_type.element) if s.dst_type is not None else 1
-        dtype = s.dst_type.dtype if s.dst_type is not None else "f32"
-        read_ii = costs.mover_read_ii(dtype, elems, int(k.attrs.get("lanes", 1)))
-        one = phase_schedules(_read_tokens(s), read_ii, out_tokens, k.delay, k.ii)
-        return {s.name: one for s in ins + outs}
+    if k.op in MOVER_OPS and ins:
+        lanes = int(k.attrs.get("lanes", 1))
+        reads = [(_read_tokens(s), costs.mover_read_ii(s.dst_type.dtype, math.prod(s.dst_type.element), lanes)
+                  if s.dst_type is not None else 1) for s in ins]
+        per_input = phase_schedules(reads, out_tokens, k.delay, k.ii)
+        return {**{s.name: per_input[-1] for s in outs}, **dict(zip((s.name for s in ins), per_input))}
+    if k.op in WINDOW_OPS:
+        from dfopt.models.tiling.conv import window_schedules  # lazily: conv builds on this module
+
+        return window_schedules(graph, name)
     if k.op == "dma_in" and not ins:
         return {s.name: dma_in_schedules(s.tokens, k.delay, k.ii) for s in outs}
     if k.op == "dma_out" and not outs:

@@ -35,14 +35,16 @@ from typing import TYPE_CHECKING
 
 from dfopt.ir.graph import DataflowGraph, Kernel, Loop, Stream
 from dfopt.ir.itensor import ITensorType, loop_nest_type
-from dfopt.models.tiling import costs, schedules
+from dfopt.ir.opgraph import broadcast_kind
+from dfopt.models.tiling import conv, costs, schedules
 
 if TYPE_CHECKING:
     from dfopt.ir.opgraph import OpGraph
 
-ELEMENTWISE = ("add", "mul", "gelu", "silu", "relu", "mask")
-ROW_OPS = ("softmax", "layernorm", "rmsnorm")
-MOVERS = ("transpose", "reshape")
+ELEMENTWISE = ("add", "mul", "gelu", "silu", "relu", "mask", "sub", "div", "unary")
+ROW_OPS = ("softmax", "layernorm", "rmsnorm", "reduce", "rope")
+BINARY = ("add", "sub", "mul", "div")   # elementwise ops of two operands, the second may be a trailing vector
+MOVERS = ("transpose", "reshape", "concat", "slice", "expand", "embedding")
 
 
 def tile_for(size: int, tile: int) -> int:
@@ -121,47 +123,61 @@ def _elementwise_plan(op, graph, tile: int) -> Plan:
     ports = {op.output: (out.shape, names)}
     for t in op.inputs:
         shape = graph.tensors[t].shape
-        ports[t] = (shape, names if len(shape) == len(out.shape) else names[-len(shape):])
+        lead = len(out.shape) - len(shape)
+        # a dimension of size 1 against a larger one spans the whole (one value, read with each tile)
+        ports[t] = (shape, [None if s == 1 and out.shape[lead + j] != 1 else names[lead + j]
+                            for j, s in enumerate(shape)])
     tile_elems = math.prod(lp["step"] for lp in loops)
     return Plan(op.name, op.op, out.dtype, loops, ports, op.output, tuple(op.inputs),
                 point_loops=[n for n in names if n], max_lanes=tile_elems)
 
 
 def _row_plan(op, graph, tile: int) -> Plan:
-    out = graph.tensors[op.output]
-    loops, names = _dims(out.shape, tile, whole_last=True)
-    ports = {op.output: (out.shape, names), op.inputs[0]: (graph.tensors[op.inputs[0]].shape, names)}
+    """Tiles of whole rows of the input's last axis; a ``reduce`` writes one value per row (its
+    output drops the axis, or keeps it as size 1), ``rope`` reads the rows of its cos and sin
+    tables at the tile's positions (the second to last axis)."""
+    x, out = graph.tensors[op.inputs[0]], graph.tensors[op.output]
+    loops, names = _dims(x.shape, tile, whole_last=True)
+    ports = {op.output: (out.shape, names if len(out.shape) == len(x.shape) else names[:-1]),
+             op.inputs[0]: (x.shape, names)}
     for t in op.inputs[1:]:                 # gamma, beta: the whole vector with every token
-        ports[t] = (graph.tensors[t].shape, [None])
-    row = out.shape[-1]
+        ports[t] = (graph.tensors[t].shape, names[-2:] if op.op == "rope" else [None])
+    row = x.shape[-1]
     tile_elems = math.prod(lp["step"] for lp in loops) * row
     return Plan(op.name, op.op, out.dtype, loops, ports, op.output, tuple(op.inputs),
                 point_loops=["row"], max_lanes=tile_elems, attrs={"row": row})
 
 
 def _mover_plan(op, graph, tile: int) -> Plan:
-    """Reads its input in the input's own order and writes the output in the output's order; the
-    kernel buffers the whole tensor in between (the two ports have separate loop nests)."""
-    src, out = graph.tensors[op.inputs[0]], graph.tensors[op.output]
-    in_loops, in_names = _dims(src.shape, tile)
+    """Reads each distinct input whole, one after another, each in its own tiled order, and writes
+    the output in the output's order; the kernel buffers every input in between (each port has its
+    own loop nest: ``attrs.input_tiling`` maps an input tensor to its loops and index names)."""
+    out = graph.tensors[op.output]
     out_loops, out_names = _dims(out.shape, tile)
     plan = Plan(op.name, op.op, out.dtype, out_loops, {op.output: (out.shape, out_names)}, op.output,
                 tuple(op.inputs), point_loops=[n for n in out_names if n],
                 max_lanes=min(math.prod(lp["step"] for lp in out_loops), costs.mover_lanes(out.dtype, 1 << 30)))
-    plan.attrs["input_loops"] = in_loops
-    plan.attrs["input_names"] = in_names
+    plan.attrs["input_tiling"] = {t: _dims(graph.tensors[t].shape, tile) for t in dict.fromkeys(op.inputs)}
     return plan
 
 
+def _window_plan(op, graph, tile: int) -> Plan:
+    """conv2d and pool (:mod:`.conv`): the output tiled over (n, o, h, w), X read whole in its own
+    tiles, W and B one token per output tile."""
+    return Plan(op.name, op.op, graph.tensors[op.output].dtype, output=op.output, inputs=tuple(op.inputs),
+                **conv.plan_fields(op, graph, tile))
+
+
 def _input_type(plan: Plan, tensor: str, graph) -> ITensorType:
-    if plan.op in MOVERS:
-        return loop_nest_type(plan.dtype, graph.tensors[tensor].shape, plan.attrs["input_loops"],
-                              plan.attrs["input_names"])
+    if tensor in plan.attrs.get("input_tiling", {}):     # a mover's or a window's own input tiling
+        spec = graph.tensors[tensor]
+        return loop_nest_type(spec.dtype, spec.shape, *plan.attrs["input_tiling"][tensor])
     return plan.port_type(tensor)
 
 
 PLANNERS = {"matmul": _matmul_plan, **dict.fromkeys(ELEMENTWISE, _elementwise_plan),
-            **dict.fromkeys(ROW_OPS, _row_plan), **dict.fromkeys(MOVERS, _mover_plan)}
+            **dict.fromkeys(ROW_OPS, _row_plan), **dict.fromkeys(MOVERS, _mover_plan),
+            **dict.fromkeys(conv.WINDOW_OPS, _window_plan)}
 
 
 def _cost(plan: Plan, graph) -> costs.KernelCost:
@@ -169,14 +185,18 @@ def _cost(plan: Plan, graph) -> costs.KernelCost:
         steps = {lp["name"]: lp for lp in plan.loops}
         return costs.matmul_cost(plan.dtype, steps["m"]["step"], steps["n"]["step"], steps["k"]["step"],
                                  steps["k"]["tripcount"], plan.lanes)
+    if plan.op in conv.WINDOW_OPS:
+        return conv.window_cost(plan.op, plan.dtype, plan.attrs, plan.lanes)
     tile_elems = math.prod(lp["step"] for lp in plan.loops)
     if plan.op in ROW_OPS:
         row = plan.attrs["row"]
         return costs.row_cost(plan.op, plan.dtype, tile_elems * row, tile_elems * row, plan.lanes, row=row)
     if plan.op in MOVERS:
-        total = math.prod(graph.tensors[plan.output].shape)
-        in_tile = math.prod(lp["step"] for lp in plan.attrs["input_loops"])
-        return costs.mover_cost(plan.op, plan.dtype, total, tile_elems, plan.lanes, in_tile_elems=in_tile)
+        reads = []
+        for tensor, (loops, _) in plan.attrs["input_tiling"].items():
+            reads.append((math.prod(lp["tripcount"] for lp in loops), math.prod(lp["step"] for lp in loops),
+                          graph.tensors[tensor].dtype))
+        return costs.mover_cost(plan.op, plan.dtype, reads, tile_elems, plan.lanes)
     return costs.elementwise_cost(plan.op, plan.dtype, tile_elems, len(plan.inputs), plan.lanes,
                                   period=_broadcast_period(plan, graph))
 
@@ -186,7 +206,7 @@ def _broadcast_period(plan: Plan, graph) -> int | None:
     rank = len(graph.tensors[plan.output].shape)
     for t in plan.inputs:
         shape = graph.tensors[t].shape
-        if plan.op in ("add", "mul") and len(shape) < rank:
+        if plan.op in BINARY and broadcast_kind(shape, graph.tensors[plan.output].shape) == "vector":
             return math.prod(lp["step"] for lp in plan.loops[rank - len(shape):])
     return None
 
