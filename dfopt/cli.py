@@ -329,6 +329,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         problem = _problem(instance.problem)
         _hooks(problem, args)
         _check_outputs(args)
+        if args.emit_dir and instance.problem == "pipeline":    # a dtype HLS cannot emit: say so before solving
+            from dfopt.codegen.hls.emit import check_dtypes
+
+            check_dtypes(instance.operators)
         options = driver.make_options(instance, _flag_options(args), origin="flag")
         solution = driver.solve(instance, options)
     model = getattr(args, "model_data", None)

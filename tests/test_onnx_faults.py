@@ -64,3 +64,19 @@ def test_quantised_models_are_refused_saying_why():
     for op in ("QuantizeLinear", "DequantizeLinear"):
         assert f"({op}, opset 17): op {op} is outside the ONNX coverage" in str(err.value)
     assert str(err.value).count("quantised models (QDQ / QOperator) are not imported") == 2
+
+
+def test_a_dtype_the_hls_target_cannot_emit_is_refused_before_solving(tmp_path, capsys):
+    """An f16 model imports (the pipeline solves f16 designs), but the HLS emitter writes f32, f64
+    and i32 only: with --emit-dir the command says so at once, naming the op, exit 2."""
+    import onnx
+    from onnx import TensorProto
+
+    b = Builder(17)
+    y = b.node("Relu", ["x"], "/act")
+    path = tmp_path / "half.onnx"
+    onnx.save(b.model(X, [(y, [2, 4, 8])], elem=TensorProto.FLOAT16), path)
+    assert main(["solve", str(path), "--emit-dir", str(tmp_path / "d"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "op act_Relu: dtype f16 cannot be emitted by the HLS target (f32, f64, i32)" in err, err
+    assert "Traceback" not in err and not (tmp_path / "d").exists()
