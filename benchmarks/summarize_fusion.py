@@ -6,11 +6,16 @@ to the first solution better than greedy, median time. Ratios use (x + 1) / (y +
 zero-traffic optimum (everything fused) stays finite.
 
     python benchmarks/summarize_fusion.py benchmarks/results/fusion-small benchmarks/results/fusion-scale
+
+``--lns FOLDER`` prints the side-by-side table of ``fusion-lns`` instead (one row per instance:
+Algorithm 2's traffic, the traffic / Algorithm 2 of cpsat and lns, each run's bound / Algorithm 2
+and gap) and writes it as ``FOLDER/side-by-side.json``.
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -68,7 +73,48 @@ def onchip(records):
     return "\n".join(rows)
 
 
+def side_by_side(records) -> list[dict]:
+    """Per instance: Algorithm 2's traffic and, per formulation, traffic / Algorithm 2, the run's
+    bound / Algorithm 2, gap, status and sub-solves (lns)."""
+    rows: dict[str, dict] = {}
+    for r in sorted(records, key=lambda r: (r["n_kernels"], r["instance"])):
+        m = r.get("metrics") or {}
+        row = rows.setdefault(r["instance"], {"instance": r["instance"], "kernels": r["n_kernels"],
+                                              "greedy_bytes": m.get("greedy_dram_bytes")})
+        g = row["greedy_bytes"]
+        ok = r.get("checks_ok") and r.get("objective") is not None and g
+        row[r["formulation"]] = {
+            "status": r["status"], "checks_ok": r.get("checks_ok"), "dram_bytes": r.get("objective"),
+            "vs_greedy": r["objective"] / g if ok else None,
+            "bound_vs_greedy": r["bound"] / g if ok and r.get("bound") is not None else None,
+            "gap": r.get("gap"), "time_s": r.get("time_total_s"),
+            "sub_solves": m.get("lns_sub_solves"), "improved": m.get("lns_improved")}
+    return list(rows.values())
+
+
+def side_by_side_table(rows) -> str:
+    lines = ["| instance | kernels | Algorithm 2 (MB) | cpsat / Alg. 2 | lns / Alg. 2 | bound / Alg. 2 | "
+             "gap cpsat | gap lns | lns sub-solves (improved) |", "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        c, s = row.get("cpsat", {}), row.get("lns", {})
+        bound = max((b for b in (c.get("bound_vs_greedy"), s.get("bound_vs_greedy")) if b is not None), default=None)
+        lines.append(f"| {row['instance']} | {row['kernels']} | {fmt((row['greedy_bytes'] or 0) / 1e6, 2)} | "
+                     f"{fmt(c.get('vs_greedy'))} | {fmt(s.get('vs_greedy'))} | {fmt(bound)} | {fmt(c.get('gap'))} | "
+                     f"{fmt(s.get('gap'))} | {s.get('sub_solves', '-')} ({s.get('improved', '-')}) |")
+    lines.append("")
+    for f in ("cpsat", "lns"):
+        ratios = [row[f]["vs_greedy"] for row in rows if row.get(f, {}).get("vs_greedy") is not None]
+        lines.append(f"{f}: traffic / Algorithm 2 geomean {fmt(gm(ratios))} over {len(ratios)} instances")
+    return "\n".join(lines)
+
+
 def main(folders):
+    if folders and folders[0] == "--lns":
+        for folder in folders[1:]:
+            rows = side_by_side(load(folder))
+            (Path(folder) / "side-by-side.json").write_text(json.dumps(rows, indent=1) + "\n")
+            print(f"### {Path(folder).name}\n\n{side_by_side_table(rows)}\n")
+        return
     for folder in folders:
         records = load(folder)
         print(f"### {Path(folder).name}\n")

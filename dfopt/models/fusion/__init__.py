@@ -6,7 +6,8 @@ streams at most ``C_max``; the streams between groups go through DRAM. Objective
 traffic. Converters come from the streams' ``src_type``/``dst_type`` (Algorithm 1,
 :mod:`dfopt.models.converter`) or their explicit ``converter_bytes``.
 
-The formulations are in :mod:`.formulations` (default ``cpsat``). ``bound`` is the best of a
+The formulations are in :mod:`.formulations` (default ``auto``: the exact model ``cpsat`` below
+60 kernels, the large-neighbourhood search ``lns`` from there). ``bound`` is the best of a
 combinatorial bound (:mod:`.bound`) and the solver's proven bound. The fused design is returned
 as IR (:func:`fused_design`), with its on-chip memory against buffering every intermediate
 tensor whole.
@@ -150,7 +151,7 @@ def _summary(instance, solution) -> list[str]:
 PROBLEM = Problem(
     recount=True,
     info=registry.info("fusion"), options=Options, decision=Partition, prepare=prepare,
-    formulations=formulations(), default="cpsat", objective=objective, lower_bound=lambda fp: fp.bound,
+    formulations=formulations(), default="auto", objective=objective, lower_bound=lambda fp: fp.bound,
     report=report, checks=checks, summary=_summary, recorded={"c_max": c_max_of})
 
 

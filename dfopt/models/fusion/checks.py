@@ -90,6 +90,17 @@ def recount(graph: DataflowGraph, groups: Sequence[Iterable[str]], where: Mappin
     return {"costs": costs, "cut": cut, "dram_bytes": traffic / 8, "unfused_dram_bytes": total / 8}
 
 
+def partition_faults(graph: DataflowGraph, groups: Sequence[Sequence[str]], c_max: int) -> list[str]:
+    """The faults of a bare partition: membership, convexity and order, capacity (what a search
+    asserts on every partition it accepts; :func:`checks` also checks the reported figures)."""
+    where, bad = _partition_faults(graph, groups)
+    if bad:
+        return bad
+    costs = recount(graph, groups, where)["costs"]
+    return _convexity_faults(graph, groups, where) + [f"group {i} needs {c} bytes, C_max is {c_max}"
+                                                      for i, c in enumerate(costs) if c > c_max]
+
+
 def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
     """The four checks above; C_max is the instance's and the options' (:func:`c_max_of`)."""
     from dfopt.models.fusion import c_max_of

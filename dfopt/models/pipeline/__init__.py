@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["PROBLEM", "Options", "Design", "run", "emit", "channel_graph", "tiling_stage", "fusion_stage",
            "fifo_stage", "memory_stage", "placement_stage", "check", "checks"]
 
-_FUSION = ("cpsat", "greedy", "mip")
+_FUSION = ("auto", "cpsat", "greedy", "mip", "lns")
 _PLACEMENT = ("cpsat", "greedy", "bipartition", "mip", "lns")
 _FIFO = ("slack", "flow", "potentials", "paths", "occupancy", "search")
 
