@@ -6,7 +6,7 @@ For each kernel of ``instances/schedule`` (PolyBench/C 4.2.1 + trsm-npu), in one
    ``runtime`` (the measured run time of the generated C, min of ``--repeats`` runs), TPE with a
    fixed seed, at ``--tune-dataset`` (default ``medium``), over :data:`SPACE`: strategy {pluto, isl,
    feautrier, tensor} x tiling {none, 8, 16, 32, 64, 128, [16, 128], [32, 32, 128]} x wavefront x
-   fusion {max, min} x auto_vectorize: 256 points, which contain every one of the 29 candidates of
+   fusion {smart, max, min} x auto_vectorize: 384 points, which contain every one of the 29 candidates of
    ``benchmarks/schedule_tuned.json`` (:func:`fixed_points_outside`; a list of sizes is applied
    member by member of each permutable band, reused cyclically, so every point is legal to
    express; wavefront without tiling changes nothing). Per kernel: the chosen options, the best
@@ -97,11 +97,11 @@ SPACE: dict[str, dict] = {
     "strategy": {"choices": ["pluto", "isl", "feautrier", "tensor"]},
     "tiling": {"choices": [None, 8, 16, 32, 64, 128, [16, 128], [32, 32, 128]]},
     "wavefront": {"choices": [False, True]},
-    "fusion": {"choices": ["max", "min"]},
+    "fusion": {"choices": ["smart", "max", "min"]},
     "auto_vectorize": {"choices": [False, True]},
 }
 #: The option values a candidate leaves out (None: the strategy's preset decides).
-DEFAULTS = {"tiling": None, "wavefront": False, "fusion": "max", "auto_vectorize": None}
+DEFAULTS = {"tiling": None, "wavefront": False, "fusion": "smart", "auto_vectorize": None}
 TIE = 0.05                # explore and fixed within 5 % of each other: a tie
 VARIANTS = ("original", "pluto", "fixed", "explore")
 PLUTO: dict = dict(FIXED_VARIANTS["pluto"] or {})

@@ -1,12 +1,16 @@
 """Run time of the code generated for the ``problem: schedule`` instances (PolyBench/C 4.2.1 + trsm-npu).
 
-For each kernel of ``instances/schedule`` five variants are compiled and timed:
+For each kernel of ``instances/schedule`` these variants are compiled and timed (``--variants`` picks some):
 
-* ``original`` — the program's own 2d+1 schedule (``program.schedule``), sequential C (no OpenMP pragma);
-* ``isl``      — isl's own scheduler (``formulation: isl``), tiling 32;
-* ``pluto``    — our scheduler, ``strategy: pluto``, tiling 32;
-* ``tensor``   — our scheduler, ``strategy: tensor``, tiling 32;
-* ``tuned``    — our scheduler with the per-kernel configuration of ``benchmarks/schedule_tuned.json``.
+* ``original``  — the program's own 2d+1 schedule (``program.schedule``), sequential C (no OpenMP pragma);
+* ``isl``       — isl's own scheduler (``formulation: isl``), tiling 32;
+* ``pluto``     — our scheduler, ``strategy: pluto``, tiling 32: the default preset (``fusion: smart``);
+* ``pluto-max`` — the same with ``fusion: max`` (the default before smart fusion);
+* ``tensor``    — our scheduler, ``strategy: tensor``, tiling 32;
+* ``tuned``     — our scheduler with the per-kernel configuration of ``benchmarks/schedule_tuned.json``;
+* ``polly``     — LLVM Polly on the original order: its sequential C compiled with ``clang -O3 -mllvm -polly
+  -mllvm -polly-parallel -fopenmp`` (Debian's clang and libomp packages; Polly comes with clang's LLVM),
+  the polyhedral optimiser a user would pick instead; left out when there is no clang.
 
 Method
 ------
@@ -52,12 +56,14 @@ Caveats
 Usage::
 
     python benchmarks/schedule_runtime.py [--dataset large] [--kernels gemm,lu] [--tune] [--repeat 3]
-                                          [--out DIR] [--tuned FILE]
+                                          [--out DIR] [--tuned FILE] [--variants original,isl,pluto,polly]
 
 ``--tune`` writes the tuning file (``--tuned``, default ``benchmarks/schedule_tuned.json``) and stops (run
 again without it to measure, which reads that file). Results go to ``--out`` (default
 ``benchmarks/results/schedule-runtime/``): ``records.jsonl`` (one record per kernel x variant; records of
-kernels not measured in this run are kept) and ``summary.md`` (made from all records).
+kernels not measured in this run are kept), ``summary.md`` (made from all records) and ``summary.json``
+(per comparison the geomean and the per-kernel ratios ``t_ref / t_variant``; the kernels where ``pluto``
+takes more than 1.10x ``polly``'s time).
 """
 
 from __future__ import annotations
@@ -66,13 +72,14 @@ import argparse
 import datetime
 import json
 import math
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from dfopt.codegen.poly import find_compiler
-from dfopt.explore.runtime import CHECK_DATASETS, CHECK_FLAGS, TIME_FLAGS, Measurement, RuntimeMeasure
+from dfopt.explore.runtime import CHECK_DATASETS, CHECK_FLAGS, TIME_FLAGS, Measurement, OriginalBuild, RuntimeMeasure
 from dfopt.instance import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,9 +98,12 @@ FIXED_VARIANTS = {
     "original": None,
     "isl": {"formulation": "isl", "tiling": 32},
     "pluto": {"strategy": "pluto", "tiling": 32},
+    "pluto-max": {"strategy": "pluto", "tiling": 32, "fusion": "max"},
     "tensor": {"strategy": "tensor", "tiling": 32},
 }
-VARIANT_ORDER = ("original", "isl", "pluto", "tensor", "tuned")
+POLLY = OriginalBuild("clang", ("-mllvm", "-polly", "-mllvm", "-polly-parallel"))
+VARIANT_ORDER = ("original", "isl", "pluto", "pluto-max", "tensor", "tuned", "polly")
+SLOWER_THAN_POLLY = 1.10   # the goal: the default never more than 10% slower than Polly
 
 
 def tune_candidates() -> list[dict]:
@@ -115,6 +125,15 @@ def describe(options: dict | None) -> str:
     if options is None:
         return "original schedule"
     return ", ".join(f"{k}={v}" for k, v in options.items())
+
+
+def polly_options() -> dict:
+    """The ``polly`` variant as its record shows it."""
+    return {"compiler": POLLY.compiler, "flags": " ".join(TIME_FLAGS + POLLY.flags) + " -fopenmp"}
+
+
+def has_clang() -> bool:
+    return shutil.which(POLLY.compiler) is not None
 
 
 def compiler_version() -> str:
@@ -241,9 +260,10 @@ def measure_variants(inst, name: str, dataset: str, repeat: int, variants: dict,
 
 def record(kernel: str, variant: str, options: dict | None, m: Measurement, orig: Measurement, sizes: dict,
            note: str | None, meta: dict) -> dict:
+    flags = options["flags"] if variant == "polly" and options else " ".join(TIME_FLAGS) + " -fopenmp"
     return {"kernel": kernel, "variant": variant, "options": options, "dataset": m.dataset,
             "sizes": sizes, "dataset_note": note, "threads": THREADS,
-            "flags": " ".join(TIME_FLAGS) + " -fopenmp", "seconds": list(m.seconds),
+            "flags": flags, "seconds": list(m.seconds),
             "min": m.min, "median": m.median, "check": dict(m.checks), "check_ok": m.checked,
             "checksum": m.checksum,
             "checksum_ok": (m.checksum == orig.checksum) if m.checksum and orig.checksum else None,
@@ -252,18 +272,21 @@ def record(kernel: str, variant: str, options: dict | None, m: Measurement, orig
             "error": m.error, **meta}
 
 
-def measure_kernel(name: str, dataset: str, repeat: int, tuned: dict, meta: dict) -> list[dict]:
+def measure_kernel(name: str, dataset: str, repeat: int, tuned: dict, meta: dict, chosen: tuple) -> list[dict]:
     inst = load(INSTANCES / f"{name}.json")
-    variants = dict(FIXED_VARIANTS)
+    variants: dict = {v: o for v, o in FIXED_VARIANTS.items() if v in chosen}
     tuned_opts = (tuned.get(name) or {}).get("options")
-    if tuned_opts is not None:
+    if tuned_opts is not None and "tuned" in chosen:
         variants["tuned"] = tuned_opts
+    if "polly" in chosen:
+        variants["polly"] = POLLY
     names = list(variants)
     rt, note, results = measure_variants(inst, name, dataset, repeat, variants)
     sizes = rt.program.sizes[rt.dataset]
     orig = results[0]
-    records = [record(name, v, variants[v], m, orig, sizes, note, meta) for v, m in zip(names, results)]
-    if tuned_opts is None:
+    shown_opts = {v: polly_options() if v == "polly" else variants[v] for v in names}
+    records = [record(name, v, shown_opts[v], m, orig, sizes, note, meta) for v, m in zip(names, results)]
+    if tuned_opts is None and "tuned" in chosen:
         missing = Measurement(rt.dataset, error="no tuned configuration (run --tune)")
         records.append(record(name, "tuned", None, missing, orig, sizes, note, meta))
     return records
@@ -295,7 +318,9 @@ def summary(records: list[dict], tuned: dict, wall_s: float | None) -> str:
              f"(`OMP_NUM_THREADS`), min of up to {max((len(r['seconds']) for r in records), default=0)} "
              f"interleaved runs (1 when a run exceeds {LONG_RUN_S:g} s); date {meta.get('date', '?')}. Variants: "
              "`original` = program order, sequential; `isl` = isl's scheduler, tiling 32; `pluto`, `tensor` = "
-             "our scheduler with that strategy, tiling 32; `tuned` = per-kernel configuration from "
+             "our scheduler with that strategy, tiling 32 (`pluto` is the default preset, `fusion: smart`); "
+             "`pluto-max` = `pluto` with `fusion: max`; `polly` = the original order compiled with clang "
+             f"`{polly_options()['flags']}` (LLVM Polly); `tuned` = per-kernel configuration from "
              "`benchmarks/schedule_tuned.json`, chosen at the MEDIUM dataset (so the choice is not made on the "
              "data it is reported on). Every variant was first checked byte-for-byte against the original at "
              f"{' and '.join(CHECK_DATASETS)} (`{' '.join(CHECK_FLAGS)} -fopenmp`); the time-mode checksum "
@@ -343,9 +368,7 @@ def summary(records: list[dict], tuned: dict, wall_s: float | None) -> str:
 
     lines += ["## Geometric-mean speedups", "", "| comparison | geomean | kernels | min | max |",
               "|---|---|---|---|---|"]
-    pairs = [(v, "original") for v in VARIANT_ORDER[1:]] + [("pluto", "isl"), ("tuned", "pluto"), ("tuned", "isl"),
-                                                            ("tensor", "isl")]
-    for v, ref in pairs:
+    for v, ref in PAIRS:
         s = speedups(v, ref)
         g = geomean(list(s.values()))
         if g is None:
@@ -354,6 +377,7 @@ def summary(records: list[dict], tuned: dict, wall_s: float | None) -> str:
         lo, hi = min(s, key=s.get), max(s, key=s.get)
         lines.append(f"| {v} over {ref} (t_{ref} / t_{v}) | {g:.3f}x | {len(s)} | {s[lo]:.2f}x ({lo}) | "
                      f"{s[hi]:.2f}x ({hi}) |")
+    lines += polly_lines(kernels, speedups)
     lines += ["", "## Tuned configuration per kernel (chosen at MEDIUM)", "",
               "| kernel | options | tuned min at MEDIUM | original at MEDIUM | candidates ok / distinct codes |",
               "|---|---|---|---|---|"]
@@ -375,6 +399,46 @@ def summary(records: list[dict], tuned: dict, wall_s: float | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+PAIRS = [(v, "original") for v in VARIANT_ORDER[1:]] + [
+    ("pluto", "isl"), ("pluto", "pluto-max"), ("pluto", "polly"), ("isl", "polly"), ("tuned", "pluto"),
+    ("tuned", "isl"), ("tensor", "isl")]
+
+
+def polly_lines(kernels: list[str], speedups) -> list[str]:
+    """The per-kernel table of the default (``pluto``) against Polly and isl, with the kernels
+    where the default takes more than SLOWER_THAN_POLLY times Polly's time flagged."""
+    over_polly, over_isl, over_orig = speedups("pluto", "polly"), speedups("pluto", "isl"), speedups("pluto")
+    if not over_polly:
+        return []
+    lines = ["", "## The default against Polly", "",
+             "t_ref / t_pluto per kernel (above 1: the default is faster); **bold**: the default takes more than "
+             f"{SLOWER_THAN_POLLY:.2f}x Polly's time.", "",
+             "| kernel | over original | over isl | over polly |", "|---|---|---|---|"]
+    for k in kernels:
+        o, i, p = (f"{d[k]:.2f}x" if k in d else "-" for d in (over_orig, over_isl, over_polly))
+        if k in over_polly and 1 / over_polly[k] > SLOWER_THAN_POLLY:
+            p = f"**{p}**"
+        lines.append(f"| {k} | {o} | {i} | {p} |")
+    return lines
+
+
+def summary_json(records: list[dict]) -> dict:
+    """Per comparison of PAIRS: the geomean and the per-kernel ratios t_ref / t_variant; the
+    kernels where the default is more than SLOWER_THAN_POLLY times slower than Polly."""
+    by: dict = {}
+    for r in records:
+        if r.get("min") is not None and not r.get("error"):
+            by.setdefault(r["kernel"], {})[r["variant"]] = r["min"]
+    out: dict = {"dataset": sorted({r["dataset"] for r in records}), "threads": THREADS, "comparisons": {}}
+    for v, ref in PAIRS:
+        ratios = {k: t[ref] / t[v] for k, t in sorted(by.items()) if v in t and ref in t}
+        if ratios:
+            out["comparisons"][f"{v} over {ref}"] = {"geomean": geomean(list(ratios.values())), "kernels": ratios}
+    polly = out["comparisons"].get("pluto over polly", {}).get("kernels", {})
+    out["slower_than_polly"] = {k: 1 / x for k, x in polly.items() if 1 / x > SLOWER_THAN_POLLY}
+    return out
+
+
 def read_records(out: Path) -> list[dict]:
     path = out / "records.jsonl"
     if not path.exists():
@@ -392,7 +456,16 @@ def main(argv=None) -> int:
                     help=f"folder of records.jsonl and summary.md (default {shown(OUT)})")
     ap.add_argument("--tuned", type=Path, default=TUNED, metavar="FILE",
                     help=f"the tuning file --tune writes and a measurement reads (default {shown(TUNED)})")
+    ap.add_argument("--variants", default=",".join(VARIANT_ORDER),
+                    help="comma-separated variants to measure (original always; default: all)")
     args = ap.parse_args(argv)
+    chosen = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    if any(v not in VARIANT_ORDER for v in chosen):
+        ap.error(f"unknown variants {[v for v in chosen if v not in VARIANT_ORDER]}; known: {list(VARIANT_ORDER)}")
+    chosen = ("original",) + tuple(v for v in chosen if v != "original")
+    if "polly" in chosen and not has_clang():
+        print(f"no {POLLY.compiler} on PATH: the polly variant is left out (apt-get install clang libomp-dev)")
+        chosen = tuple(v for v in chosen if v != "polly")
     names = all_kernels()
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()] or names
     unknown = [k for k in kernels if k not in names]
@@ -412,7 +485,7 @@ def main(argv=None) -> int:
     for name in kernels:
         print(f"{name} ({args.dataset}) ...", flush=True)
         t = time.perf_counter()
-        recs = measure_kernel(name, args.dataset, max(1, args.repeat), tuned, meta)
+        recs = measure_kernel(name, args.dataset, max(1, args.repeat), tuned, meta, chosen)
         for r in recs:
             if r["error"]:
                 print(f"  ERROR {r['variant']}: {r['error']}", flush=True)
@@ -424,8 +497,10 @@ def main(argv=None) -> int:
     (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     text = summary(records, tuned, wall if not old else None)
     (out / "summary.md").write_text(text)
+    (out / "summary.json").write_text(json.dumps(summary_json(records), indent=1) + "\n")
     print(text)
-    print(f"total {wall:.0f} s; wrote {shown(out / 'records.jsonl')} and {shown(out / 'summary.md')}")
+    print(f"total {wall:.0f} s; wrote {shown(out / 'records.jsonl')}, {shown(out / 'summary.md')} and "
+          f"{shown(out / 'summary.json')}")
     return 0
 
 

@@ -26,6 +26,10 @@ Method
   made. A run is killed after ``timeout_s`` (default 300 s), an error at stage ``run``.
   :meth:`RuntimeMeasure.measure_all` interleaves its codes' runs (round ``r`` runs every code once)
   so slow drifts of the machine hit them alike. ``min`` and ``median`` of the runs are kept.
+* **Another compiler on the original**: an :class:`OriginalBuild` in place of an option set is
+  the original order compiled by another compiler with extra flags (LLVM Polly: ``clang -O3
+  -mllvm -polly -mllvm -polly-parallel -fopenmp``, the polyhedral optimiser a user would run
+  instead); it is checked against the (default compiler's) original like any code.
 * **One measurement per code**: option sets whose generated kernel C is identical (same SHA-1,
   ``code_hash``; the rest of the C file follows from the program and the dataset) share one check
   and one timing; each set is still solved (its own ``solve_s``).
@@ -70,7 +74,7 @@ if TYPE_CHECKING:
     from dfopt.instance.types import Instance
     from dfopt.solution import Solution
 
-__all__ = ["RuntimeMeasure", "Measurement", "STAGES", "CHECK_FLAGS", "TIME_FLAGS", "CHECK_DATASETS"]
+__all__ = ["RuntimeMeasure", "Measurement", "OriginalBuild", "STAGES", "CHECK_FLAGS", "TIME_FLAGS", "CHECK_DATASETS"]
 
 CHECK_FLAGS = ("-O2", "-ffp-contract=off")   # + -fopenmp
 TIME_FLAGS = ("-O3",)                        # + -fopenmp
@@ -132,6 +136,15 @@ class Measurement:
                 "schedule": self.schedule, "tiled_schedule": self.tiled_schedule}
 
 
+@dataclass(frozen=True)
+class OriginalBuild:
+    """The original order built by ``compiler`` with ``flags`` added to the check and time flags
+    (a measure of another tool on the same C, e.g. LLVM Polly)."""
+
+    compiler: str
+    flags: tuple[str, ...] = ()
+
+
 @dataclass
 class _Code:
     """One distinct generated C: its check results, timing binary and runs (shared by option sets)."""
@@ -139,6 +152,7 @@ class _Code:
     key: str
     schedule: str
     kernel: str | None                     # the solution's kernel C; None: the original, sequential
+    build: OriginalBuild | None = None     # another compiler and flags than the measure's
     checks: dict[str, bool] = field(default_factory=dict)
     checked: bool = False                  # the check stage ran (passed or not)
     error: str | None = None
@@ -241,9 +255,10 @@ class RuntimeMeasure:
         the generated C against the original and time it; never raises for a bad option set."""
         return self.measure_all([options])[0]
 
-    def measure_all(self, option_sets: Sequence[dict | None], *, timeout_s: float | None = None,
+    def measure_all(self, option_sets: Sequence[dict | OriginalBuild | None], *, timeout_s: float | None = None,
                     on_run: Callable[[tuple[int, ...], float], None] | None = None) -> list[Measurement]:
-        """:meth:`measure` for every option set (None: the original), their runs interleaved.
+        """:meth:`measure` for every option set (None: the original; an :class:`OriginalBuild`:
+        the original by another compiler), their runs interleaved.
 
         All sets are solved and checked first, then each distinct code is compiled and the codes
         are run in rounds (each round runs every code not done once). ``timeout_s`` overrides the
@@ -251,7 +266,8 @@ class RuntimeMeasure:
         with the positions in ``option_sets`` of the sets that share that code.
         """
         self._open()
-        trials = [self._original if o is None else self._trial(o) for o in option_sets]
+        trials = [self._original if o is None else self._built(o) if isinstance(o, OriginalBuild) else self._trial(o)
+                  for o in option_sets]
         codes: list[_Code] = []
         for t in trials:
             if t.code is not None and t.code not in codes:
@@ -311,6 +327,24 @@ class RuntimeMeasure:
             self._codes[key] = _Code(key, schedule, kernel)
         return self._codes[key]
 
+    def _built(self, build: OriginalBuild) -> _Trial:
+        """The original order under another compiler (its binary is checked like any code)."""
+        key = _options_key({"build": [build.compiler, *build.flags]})
+        if key not in self._trials:
+            reference = self._original.code
+            assert reference is not None   # set in __init__
+            schedule, compiler = reference.schedule, _compiler(build.compiler)
+            code = self._code(_hash(f"original:{compiler}:{build.flags}:{schedule}"), schedule, None)
+            code.build = OriginalBuild(compiler, tuple(build.flags))
+            self._trials[key] = _Trial(schedule=schedule, code=code)
+        return self._trials[key]
+
+    def _flags(self, code: _Code, flags: tuple) -> tuple[str, tuple]:
+        """(compiler, flags) of ``code``'s binaries."""
+        if code.build is None:
+            return self.compiler, flags
+        return code.build.compiler, flags + code.build.flags
+
     def _trial(self, options: dict) -> _Trial:
         key = _options_key(options)
         if key not in self._trials:
@@ -354,9 +388,10 @@ class RuntimeMeasure:
                 code.checks[ds] = False
                 code.fail(stage, f"no reference: the original program failed ({reference.error})")
                 return
+            compiler, flags = self._flags(code, CHECK_FLAGS)
             try:
-                binary = compile_c(self._source(code, ds, "check"), self.workdir, flags=CHECK_FLAGS, openmp=True,
-                                   compiler=self.compiler, timeout=CHECK_TIMEOUT_S)
+                binary = compile_c(self._source(code, ds, "check"), self.workdir, flags=flags, openmp=True,
+                                   compiler=compiler, timeout=CHECK_TIMEOUT_S)
                 out = run(binary, threads=self.threads, timeout=CHECK_TIMEOUT_S)
             except DfoptError as err:
                 code.checks[ds] = False
@@ -374,9 +409,10 @@ class RuntimeMeasure:
         """The ``time``-mode binary of a code that passed its checks."""
         if code.error is not None or code.binary is not None or not code.checked:
             return
+        compiler, flags = self._flags(code, TIME_FLAGS)
         try:
-            code.binary = compile_c(self._source(code, self.dataset, "time"), self.workdir, flags=TIME_FLAGS,
-                                    openmp=True, compiler=self.compiler, timeout=COMPILE_TIMEOUT_S)
+            code.binary = compile_c(self._source(code, self.dataset, "time"), self.workdir, flags=flags,
+                                    openmp=True, compiler=compiler, timeout=COMPILE_TIMEOUT_S)
         except DfoptError as err:
             code.fail("compile", _detail(err))
 

@@ -36,7 +36,7 @@ from dfopt.models import registry
 from dfopt.models.base import Outcome, Problem
 from dfopt.models.options import CommonOptions, option, where
 from dfopt.models.schedule.checks import _configuration, check, checks
-from dfopt.models.schedule.config import BASE, COSTS, FIELDS, PRESETS, parse_config
+from dfopt.models.schedule.config import BASE, COSTS, FIELDS, FUSIONS, PRESETS, parse_config
 from dfopt.models.schedule.decision import Schedule
 from dfopt.models.schedule.formulations import ScheduleData, formulations, intra_band_order
 from dfopt.models.schedule.problem import build_problem
@@ -54,7 +54,7 @@ _INT = {"type": "integer", "minimum": 0, "maximum": 1 << 20}
 _DIMENSION = {"type": "object", "additionalProperties": False,
               "properties": {"costs": {"type": "array", "items": {"type": "string", "enum": list(COSTS)}},
                              "constraints": {"type": "array", "items": {"type": "string"}},
-                             "fusion": {"oneOf": [{"type": "string", "enum": ["min", "max"]},
+                             "fusion": {"oneOf": [{"type": "string", "enum": list(FUSIONS)},
                                                   {"type": "array", "items": {"type": "array",
                                                                               "items": {"type": "string"}}}]},
                              "coincidence": {"type": "boolean"}}}
@@ -89,8 +89,9 @@ class Options(CommonOptions):
     auto_vectorize: bool | None = option(None, "vectorise each statement's most stride-1 loop")
     bounds: dict | None = option(None, "coefficient bounds: iterators, parameters, constants, negative",
                                  schema=_BOUNDS, metavar=_JSON)
-    fusion: str | None = option(None, "max: fuse, distribute only when no row exists; min: distribute every SCC",
-                                choices=("max", "min"))
+    fusion: str | None = option(None, "smart (default): fuse components only where a parallel row stays; "
+                                      "max: fuse, distribute only when no row exists; min: distribute every SCC",
+                                choices=FUSIONS)
     band: str | None = option(None, "permutable (tilable bands, Pluto) or dimension",
                               choices=("permutable", "dimension"))
     coincidence: str | None = option(None, "outer: first try a row that carries no dependence",

@@ -15,9 +15,9 @@ Fields:
 * ``costs`` — cost functions in lexicographic order, from :data:`COSTS`;
 * ``dimensions`` — per loop dimension (0 = outermost loop row): ``costs``, ``constraints``,
   ``fusion`` (a list of statement groups, in execution order: the groups are distributed by a
-  scalar dimension before this loop dimension and the statements of one group stay fused; or
-  ``"min"``: distribute every strongly connected component), ``coincidence`` (true: the row
-  must carry no dependence);
+  scalar dimension before this loop dimension and the statements of one group stay fused; or a
+  policy for this dimension alone: ``"min"``, ``"max"``, ``"smart"``), ``coincidence`` (true:
+  the row must carry no dependence);
 * ``constraints`` — linear constraints on the schedule coefficients of every loop row, in
   PolyTOPS syntax: ``S1_it_0 = 0`` (coefficient of statement S1's first iterator),
   ``S3_it_i <= 1`` (``i``: the sum over the iterators), ``S0_par_1`` (a parameter's
@@ -33,8 +33,10 @@ Fields:
   parametric shifts), ``constants`` (default 8), ``negative`` (allow negative iterator
   coefficients, as Pluto+: ``true``, ``false``, or ``"auto"``, the default: non-negative until no
   row exists, then negative from that dimension on);
-* ``fusion`` — ``max`` (fuse, distribute only when no row exists; default) or ``min``
-  (distribute every strongly connected component first);
+* ``fusion`` — ``smart`` (default: before each loop row, fuse the strongly connected components
+  of the live dependences only where the fused row can still carry nothing, :mod:`.fusion`),
+  ``max`` (fuse, distribute only when no row exists) or ``min`` (distribute every strongly
+  connected component first);
 * ``band`` — ``permutable`` (validity on every dependence live at the band's start, so bands
   are tilable: Pluto) or ``dimension`` (a dependence satisfied at a row is dropped for the next);
 * ``coincidence`` — ``outer`` (first try a row that carries no dependence) or ``none``;
@@ -69,6 +71,7 @@ from dfopt.errors import InstanceError
 
 COSTS = ("proximity", "feautrier", "contiguity", "bigLoopsFirst")
 KINDS = ("vectorize", "parallel", "sequential")
+FUSIONS = ("smart", "max", "min")
 BASE = "/options/schedule"
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -109,7 +112,7 @@ class Directive:
 class Dimension:
     costs: tuple | None = None
     constraints: tuple = ()
-    fusion: str | tuple[tuple[str, ...], ...] | None = None   # "min" | "max" | groups of statement names
+    fusion: str | tuple[tuple[str, ...], ...] | None = None   # a policy of FUSIONS | groups of statement names
     coincidence: bool | None = None
 
 
@@ -130,7 +133,7 @@ class Config:
     directives: tuple = ()
     auto_vectorize: bool = False
     bounds: Bounds = field(default_factory=Bounds)
-    fusion: str = "max"
+    fusion: str = "smart"
     band: str = "permutable"
     coincidence: str = "none"
     progression: str = "all"
@@ -284,10 +287,11 @@ def _constraints(value, statements, pointer: str) -> tuple:
 
 
 def _fusion(value, statements, pointer: str):
-    if value in ("min", "max"):
+    if value in FUSIONS:
         return value
     if not isinstance(value, (list, tuple)) or not all(isinstance(g, (list, tuple)) for g in value):
-        _fail(pointer, "expected \"min\", \"max\" or a list of statement groups such as [[\"S0\", \"S1\"], [\"S2\"]]")
+        _fail(pointer, "expected \"smart\", \"min\", \"max\" or a list of statement groups such as "
+                       "[[\"S0\", \"S1\"], [\"S2\"]]")
     seen = []
     for i, g in enumerate(value):
         for j, s in enumerate(g):
@@ -396,7 +400,7 @@ def parse_config(raw: dict | None, statements: Iterable[str], iterators: dict, n
     if raw.get("bounds") is not None:
         updates["bounds"] = _bounds(raw["bounds"], f"{base}/bounds")
     if raw.get("fusion") is not None:
-        updates["fusion"] = _choice(raw["fusion"], ("max", "min"), f"{base}/fusion", "fusion")
+        updates["fusion"] = _choice(raw["fusion"], FUSIONS, f"{base}/fusion", "fusion")
     if raw.get("band") is not None:
         updates["band"] = _choice(raw["band"], ("permutable", "dimension"), f"{base}/band", "band")
     if raw.get("coincidence") is not None:

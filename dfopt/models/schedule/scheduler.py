@@ -26,8 +26,10 @@ After a row, every live edge whose cone admits ``theta_T - theta_S - 1`` is sati
 rows of a band are permutable (tilable); when no further row exists the band ends and the
 satisfied edges are dropped. With ``band: dimension`` satisfied edges are dropped at once. When
 no row exists at all, a scalar dimension orders the strongly connected components of the live
-dependence graph (a cut). The schedule is complete when every statement's rows span its
-iterators and no edge is live.
+dependence graph (a cut). With ``fusion: smart`` (the default), before a loop row where the band
+has carried nothing yet, the components are cut where fusing them would lose a parallel row
+(:mod:`.fusion`). The schedule is complete when every statement's rows span its iterators and no
+edge is live.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from dfopt.errors import InfeasibleError, NoSolutionError
 from dfopt.ilp import LinearModel, solve
 from dfopt.ilp.expr import LinExpr, Operand, Var
 from dfopt.models.schedule.config import Config, Directive
+from dfopt.models.schedule.fusion import smart_groups
 from dfopt.models.schedule.problem import Edge, SchedulingProblem
 from dfopt.polyhedral.farkas import cone
 from dfopt.results import Termination
@@ -142,6 +145,7 @@ class RowRequest:
     unit: dict = field(default_factory=dict)    # stmt -> iterator index: row = that iterator (parallel)
     proximity_edges: list = field(default_factory=list)
     satisfy_one: bool = False     # at least one edge strongly satisfied (rows after full rank)
+    idle: frozenset = frozenset()  # statements held at a constant row (smart fusion, .fusion)
 
 
 class RowModel:
@@ -181,8 +185,11 @@ class RowModel:
             self._farkas(m, edge, V, sign=1, slack=sat.get(edge.id))
             if req.coincident:
                 self._farkas(m, edge, V, sign=-1)
-        moves = self._progression(m, V)
+        moves = self._progression(m, V, req.idle)
         self._user(m, req, V)
+        for name in req.idle:
+            for cv in V[name][0]:
+                m.add(cv == 0)
         for name, idx in req.zero.items():
             for j in idx:
                 m.add(V[name][0][j] == 0)
@@ -307,15 +314,15 @@ class RowModel:
             ub = np.zeros(n) if eq else np.full(n, math.inf)
             m.add_rows(nz[0], np.asarray(keys)[nz[1]], A[nz], lb, ub)
 
-    def _progression(self, m: LinearModel, V):
-        """Rows outside the span of each statement's rows so far; with ``progression: any`` only
-        for at least one statement (a 0/1 ``moves`` per statement)."""
+    def _progression(self, m: LinearModel, V, idle: frozenset):
+        """Rows outside the span of each statement's rows so far (but the ``idle`` ones'); with
+        ``progression: any`` only for at least one statement (a 0/1 ``moves`` per statement)."""
         b = self.config.bounds
         neg = self.negative
         anyone = self.config.progression == "any"
         moves = []
         for s in self.problem.stmts:
-            if self.ranks[s.name] >= s.depth:
+            if self.ranks[s.name] >= s.depth or s.name in idle:
                 continue
             c = V[s.name][0]
             need = m.bool_var(f"moves[{s.name}]") if anyone else 1
@@ -365,6 +372,16 @@ def _satisfied(edge: Edge, row: Row, n_params: int) -> bool:
     a = [row.e[edge.dst] - row.e[edge.src] - 1]
     a += [row.p[edge.dst][k] - row.p[edge.src][k] for k in range(n_params)]
     a += [-x for x in row.c[edge.src]] + list(row.c[edge.dst])
+    assert edge.cone is not None  # the problem is built with cones for this scheduler
+    return edge.cone.contains(a)
+
+
+def _coincident(edge: Edge, row: Row, n_params: int) -> bool:
+    """Whether ``theta_T - theta_S <= 0`` on the whole edge (with validity: the row carries nothing
+    of it)."""
+    a = [row.e[edge.src] - row.e[edge.dst]]
+    a += [row.p[edge.src][k] - row.p[edge.dst][k] for k in range(n_params)]
+    a += list(row.c[edge.src]) + [-x for x in row.c[edge.dst]]
     assert edge.cone is not None  # the problem is built with cones for this scheduler
     return edge.cone.contains(a)
 
@@ -438,6 +455,10 @@ class Scheduler:
         self.negative = config.bounds.negative is True
         self.edge_ids = max((e.id for e in problem.edges), default=0)
         self.fused_at: set[int] = set()    # loop dimensions whose configured fusion was applied
+        self.idle: frozenset = frozenset()  # smart fusion: groups without a parallel row wait (constant rows)
+        self.smart_seen: set = set()       # (live edges, ranks) the smart policy has looked at
+        self.probes: dict = {}             # smart fusion: (statements, edges, ranks, negative) -> parallel row?
+        self.parallel_loop: set[str] = set()   # statements with a parallel loop row so far
 
     def _auto_directives(self) -> list:
         if not self.config.auto_vectorize:
@@ -459,6 +480,7 @@ class Scheduler:
         row.carried = tuple(e.id for e in carried)
         self.out.rows.append(row)
         if row.kind == "loop":
+            self._note_parallel(row, live)
             for s in self.problem.stmts:
                 vec = list(row.c[s.name])
                 if any(vec) and self.ranks[s.name] < s.depth:
@@ -468,6 +490,12 @@ class Scheduler:
                         self.ranks[s.name] += 1
         ids = set(row.carried)
         return [e for e in live if e.id not in ids]
+
+    def _note_parallel(self, row: Row, live: list) -> None:
+        """The statements with a loop in ``row`` that carries none of their live dependences."""
+        moving = {n for n, c in row.c.items() if any(c)}
+        busy = {n for e in live if not _coincident(e, row, self.np) for n in (e.src, e.dst)}
+        self.parallel_loop.update(moving - busy)
 
     def _request(self, band_live: list, live: list, loop_index: int, coincident: bool) -> RowRequest:
         dim = self.config.dimension(loop_index)
@@ -484,7 +512,7 @@ class Scheduler:
                 coincident = True
         return RowRequest(edges=edges, costs=costs, coincident=coincident,
                           constraints=tuple(self.config.constraints) + tuple(dim.constraints),
-                          zero=zero, unit=unit, proximity_edges=edges + self.rar)
+                          zero=zero, unit=unit, proximity_edges=edges + self.rar, idle=self.idle)
 
     def _try(self, req: RowRequest) -> Row | None:
         model = RowModel(self.problem, self.config, self.ranks, self.history, self.negative)
@@ -593,12 +621,21 @@ class Scheduler:
                 self.fused_at.add(loop_index)
                 live, band_live = self._configured_fusion(dim.fusion, live, band_live, loop_index)
                 continue
+            if self.config.fusion == "smart" and dim.fusion is None and len(band_live) == len(live):
+                smart = self._smart(live, loop_index)   # only where no band row carried anything yet
+                if smart is not None:
+                    live, band_live = smart, list(smart)
+                    continue
+            self._wake()
             if self.config.auto_vectorize:
                 before = len(self.out.rows)
                 live = self._auto_separate(live)
                 if len(self.out.rows) != before:
                     band_live = list(live)
             row = self._row(band_live, live, loop_index)
+            if row is None and self.idle:
+                self.idle = frozenset()     # the waiting statements join: they may be what a row needs
+                continue
             if row is None:
                 if self.config.band == "permutable" and len(band_live) != len(live):
                     band_live = list(live)      # end the band: drop what it satisfied
@@ -672,6 +709,9 @@ class Scheduler:
         if fusion == "min":
             out = self._cut(live, "fusion")
             return (out, list(out)) if out is not None else (live, band_live)
+        if fusion == "smart":
+            out = self._smart(live, loop_index)
+            return (out, list(out)) if out is not None else (live, band_live)
         order, why = group_order(self.problem, fusion, live)
         if order is None:
             self.out.warnings.append(f"fusion at loop dimension {loop_index} ({pointer}) ignored: {why}")
@@ -681,6 +721,74 @@ class Scheduler:
         self.out.cuts += 1
         out = self._append(_scalar_row(self.problem, order, "fusion"), live)
         return out, list(out)
+
+    def _smart(self, live: list, loop_index: int) -> list | None:
+        """``fusion: smart`` before a loop row: cut the live components where fusing them would
+        lose a parallel row (:func:`.fusion.smart_groups`); the live edges after the cut, or None
+        when nothing is cut. When some groups have a parallel row and others not, the others
+        wait (constant rows) until the parallel ones are full, so that the parallel loops get
+        dimensions of their own (a parallel flag is per dimension: one carried loop at a
+        dimension makes it sequential for every statement); statements this dimension's
+        constraints name do not wait, their row is the one the constraints shape."""
+        key = (frozenset(e.id for e in live), tuple(self.ranks.values()))
+        if not live or key in self.smart_seen:
+            return None   # nothing live: every row from here on is parallel
+        self.smart_seen.add(key)
+        order = scc_order(self.problem, live)
+        if order is None:
+            return None
+        links = {(e.src, e.dst) for e in live + self.rar} | {(e.dst, e.src) for e in live + self.rar}
+        groups = smart_groups(self._components(order, links), lambda names: self._parallel_row(names, live, loop_index),
+                              lambda a, b: any((x, y) in links for x in a for y in b))
+        if len(groups) == 1:
+            return None
+        if any(g.parallel for g in groups):
+            named = {t[1] for c in self.config.dimension(loop_index).constraints for t in c.terms}
+            self.idle = frozenset(s for g in groups if not g.parallel for s in g.statements
+                                  if not self._full(s) and s not in named)   # a row the user shaped goes on
+        position = {s: k for k, g in enumerate(groups) for s in g.statements}
+        if all(self._apart(x, y) for x in position for y in position if position[x] < position[y]):
+            return None   # distributed already: a cut would change nothing
+        return self._cut(live, "fusion", position)
+
+    def _apart(self, a: str, b: str) -> bool:
+        """Whether a scalar dimension so far gives ``a`` and ``b`` different values (they share
+        no loop after it)."""
+        return any(r.scalar and r.e[a] != r.e[b] for r in self.out.rows)
+
+    def _components(self, order: dict, links: set) -> list:
+        """The components of a cut's ``order``, the weakly connected parts (by ``links``) one after
+        the other, each in the cut's order (a topological order still: the parts are independent)."""
+        g = nx.Graph()
+        g.add_nodes_from(order)
+        g.add_edges_from(links)
+        part = {s: min(self.problem.index[t] for t in c) for c in nx.connected_components(g) for s in c}
+        positions = sorted(set(order.values()), key=lambda k: (min(part[s] for s in order if order[s] == k), k))
+        return [[s.name for s in self.problem.stmts if order[s.name] == k] for k in positions]
+
+    def _parallel_row(self, names: tuple, live: list, loop_index: int) -> bool:
+        """Whether a legal row moves every statement of ``names`` that is not full yet and carries
+        none of the live dependences among them; False when each is full or has a parallel loop
+        outside already (OpenMP runs the outermost parallel loop of a nest: a parallel row more
+        inside gains nothing that a cut would pay for). The other statements are held constant;
+        answers are cached."""
+        inside = set(names)
+        if all(self._full(n) or n in self.parallel_loop for n in inside):
+            return False
+        edges = [e for e in live if e.src in inside and e.dst in inside]
+        key = (frozenset(inside), frozenset(e.id for e in edges), tuple(self.ranks[n] for n in sorted(inside)),
+               self.negative)
+        if key not in self.probes:
+            base = self._request(live, live, loop_index, True)
+            idle = frozenset(s.name for s in self.problem.stmts if s.name not in inside)
+            req = RowRequest(**{**base.__dict__, "edges": edges, "costs": (), "proximity_edges": [], "idle": idle})
+            self.probes[key] = self._try(req) is not None
+        return self.probes[key]
+
+    def _wake(self) -> None:
+        """The statements waiting for the parallel groups (smart fusion) go on once those are full."""
+        if self.idle and all(self._full(s.name) for s in self.problem.stmts if s.name not in self.idle):
+            self.idle = frozenset()
 
     def _explain_failure(self, live: list, loop_index: int) -> NoReturn:
         """No row, no cut: say why (user constraints, bounds)."""
