@@ -98,6 +98,7 @@ def report(data: FifoData, outcome: Outcome, options: Options) -> dict:
         **{k: rec[k] for k in ("candidates",) if k in rec},
         "occupancy_baseline": totals(arrays, data.occupancy),
         **{k: rec[k] for k in ("lp", "witness", "start") if k in rec},
+        **({"witness_lp": outcome.report["witness_lp"]} if "witness_lp" in outcome.report else {}),
     }
     if slack:
         # the depths' own makespan is what the bounded run gives: the checks simulate it
@@ -121,7 +122,7 @@ def _search_record(data: FifoData, best, candidates: list) -> dict:
     if lp_cands:
         rec["lp"] = {"candidate": lp_cands[0].name, "safe": lp_cands[0].safe, **totals(arrays, lp_cands[0].depths)}
     if best.witness is not None:
-        rec["witness"] = _witness_dict(data, best.witness)
+        rec["witness"] = _witness_dict(data, best.witness, best.shift)
     if best.sim is not None:
         rec["start"] = {k: int(v) for k, v in best.sim.start.items()}
     return rec
@@ -130,15 +131,19 @@ def _search_record(data: FifoData, best, candidates: list) -> dict:
 #: what only the search knows (checked for consistency by ``search_record_faults``, the witness by
 #: the witness check, not recounted): the candidates and their proofs, the LP's delays, start times
 PROCESS_KEYS = frozenset({"chosen", "proof", "repaired", "repair_steps", "candidates", "lp", "witness", "start",
-                          "delays", "frontier"})
+                          "delays", "frontier", "witness_lp"})
 
 
-def _witness_dict(data: FifoData, mix: np.ndarray) -> dict:
-    """The per-kernel mix as stored in the solution: the common value and the exceptions."""
+def _witness_dict(data: FifoData, mix: np.ndarray, shift: np.ndarray | None = None) -> dict:
+    """The per-kernel mix as stored in the solution: the common value and the exceptions, and
+    the kernels' non-zero shifts (``witness-lp``)."""
     values, counts = np.unique(mix, return_counts=True)
     common = float(values[int(np.argmax(counts))])
     names = data.family.prog.kernel_names
-    return {"lam": common, "kernels": {names[i]: float(mix[i]) for i in np.flatnonzero(mix != common)}}
+    out: dict = {"lam": common, "kernels": {names[i]: float(mix[i]) for i in np.flatnonzero(mix != common)}}
+    if shift is not None:
+        out["shift"] = {names[i]: int(shift[i]) for i in np.flatnonzero(shift)}
+    return out
 
 
 def _plot(instance, solution, path, streams=None) -> None:

@@ -272,4 +272,20 @@ def _stored_witness_faults(family, witness, depths) -> list[str]:
         lam[index[k]] = float(v)
     if ((lam < 0) | (lam > 1)).any():
         return ["witness mixes must lie in [0, 1]"]
-    return check_mix(family, lam, depths)
+    shift, faults = _stored_shifts(witness.get("shift"), index)
+    return faults or check_mix(family, lam, depths, shift)
+
+
+def _stored_shifts(shift, index: dict) -> tuple[np.ndarray | None, list[str]]:
+    """The per-kernel shifts of a stored witness (``witness-lp``: kernel -> cycles, absent 0)."""
+    if shift is None:
+        return None, []
+    if not isinstance(shift, dict) or any(isinstance(v, bool) or not isinstance(v, int) for v in shift.values()):
+        return None, ["witness shift must map kernels to integers (cycles)"]
+    unknown = [k for k in shift if k not in index]
+    if unknown:
+        return None, [f"witness shift names unknown kernels: {', '.join(unknown[:5])}"]
+    out = np.zeros(len(index), dtype=np.int64)
+    for k, v in shift.items():
+        out[index[k]] = v
+    return out, []

@@ -40,6 +40,7 @@ class Candidate:
     proof: str                      # "witness lam=0.3", "simulated", or why it is unsafe
     sim: SimResult | None = None    # the bounded simulation, when it was simulated
     witness: np.ndarray | None = None  # per-kernel mix whose schedule proves the depths
+    shift: np.ndarray | None = None    # per-kernel shift of that schedule (witness-lp), cycles
 
 
 class FifoData:

@@ -7,7 +7,9 @@ candidate with its proof.
   token curves at the solved delays, repaired when they stall; with ``keep_best`` the best verified
   of the LP depths, the occupancy baseline, the slack depths and their per-stream minimum;
 * ``occupancy`` — each stream's maximum occupancy in the unbounded run (the cosim baseline);
-* ``search`` — shrink the occupancy depths one stream at a time by binary search under simulation.
+* ``search`` — shrink the occupancy depths one stream at a time by binary search under simulation;
+* ``witness-lp`` — the best per-kernel shift of a witness schedule by one convex tension LP
+  (:mod:`.witness_lp`), with the bound of that family.
 """
 
 from __future__ import annotations
@@ -206,6 +208,8 @@ def _repaired(data: FifoData, name: str, depths) -> Candidate:
 
 def formulations() -> tuple:
     """Every FIFO formulation, the default first."""
+    from dfopt.models.fifo.witness_lp import WitnessLP
+
     lp_solvers = _lp_solvers()
     return (Slack(), DelayLP("flow"), DelayLP("potentials", lp_solvers), DelayLP("paths", lp_solvers),
-            Occupancy(), Search())
+            Occupancy(), Search(), WitnessLP())

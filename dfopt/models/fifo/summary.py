@@ -25,6 +25,13 @@ def summary(instance: Instance, solution: Solution) -> list[str]:
                 else "")
              + f"); answer from {sec['chosen']}"
              + (f", LP depths repaired in {sec['repair_steps']} rounds" if sec.get("repaired") else "")]
+    lp = sec.get("witness_lp")
+    if lp and lp.get("bound") is not None:
+        head = f"; headroom {lp['headroom']:.3f} (answer / that bound)" if lp.get("headroom") else ""
+        lines.append(f"  witness LP: bound {lp['bound']} over the shifts of its base ({lp['base']}, "
+                     f"{lp['base_value']}){head}")
+    elif lp and lp.get("stopped_by"):
+        lines.append(f"  witness LP: stopped by the {lp['stopped_by']}; the answer is its base ({lp['base']})")
     if sec.get("frontier"):
         lines.append(f"  frontier ({len(sec['frontier'])} Pareto points, makespan: {key}): "
                      + ", ".join(f"{p['makespan']}: {p[key]}" for p in sec["frontier"]))

@@ -85,14 +85,27 @@ class ScheduleFamily:
             self._depths[lam] = np.maximum(occupancy(self.prog, self.schedule(lam)), 1)
         return self._depths[lam]
 
-    def kernel_mix(self, lam_per_kernel: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        """(schedule by code, depths) of the per-kernel mix ``lam_per_kernel`` (one per kernel)."""
-        lam = np.asarray(lam_per_kernel, dtype=float)[self._kernel_of_code()]
+    def kernel_mix(self, lam_per_kernel: npt.ArrayLike, shift: npt.ArrayLike | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """(schedule by code, depths) of the per-kernel mix ``lam_per_kernel`` (one per kernel),
+        then, with ``shift`` (cycles, one per kernel), every kernel of that schedule moved by its
+        shift and taken as the releases of a second earliest schedule.
+
+        Each schedule is the earliest one that satisfies the timing model and its releases, so it
+        is a witness whenever it ends by ``makespan - 1``, whatever the mix and the shifts; when
+        the shifted schedule satisfies the timing model itself (the shifts of :mod:`.shifts`), the
+        second one is exactly the shifted schedule."""
+        kcode = self._kernel_of_code()
+        lam = np.asarray(lam_per_kernel, dtype=float)[kcode]
         if self._alap is None:
             self._alap = latest_times(self.prog, self.makespan)
         release = np.floor(lam * self._asap + (1.0 - lam) * self._alap).astype(np.int64)
         release[-1] = -1
         sigma = earliest_times(self.prog, dag_levels(self.prog), release)
+        if shift is not None:
+            sigma = sigma + np.asarray(shift, dtype=np.int64)[kcode]
+            sigma[-1] = -1
+            sigma = earliest_times(self.prog, dag_levels(self.prog), sigma)
         return sigma, np.maximum(occupancy(self.prog, sigma), 1)
 
     def _kernel_of_code(self) -> np.ndarray:
@@ -203,9 +216,11 @@ def _number(v) -> float | None:
         return None
 
 
-def check_mix(family: ScheduleFamily, lam_per_kernel: npt.ArrayLike, depths: np.ndarray) -> list[str]:
-    """Faults of a stored per-kernel witness: it must end by M - 1 and ``depths`` must cover it."""
-    sigma, need = family.kernel_mix(lam_per_kernel)
+def check_mix(family: ScheduleFamily, lam_per_kernel: npt.ArrayLike, depths: np.ndarray,
+              shift: npt.ArrayLike | None = None) -> list[str]:
+    """Faults of a stored per-kernel witness (mix and optional shifts): it must end by M - 1 and
+    ``depths`` must cover it."""
+    sigma, need = family.kernel_mix(lam_per_kernel, shift)
     faults = []
     if int(sigma[:-1].max(initial=-1)) > family.makespan - 1:
         faults.append(f"the witness schedule ends at {int(sigma[:-1].max()) + 1}, after the makespan {family.makespan}")
