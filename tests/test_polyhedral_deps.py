@@ -22,7 +22,7 @@ from dfopt.polyhedral.dependences import (
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted((ROOT / "instances" / "schedule").glob("*.json"))
 PRIORITY = ["gemm", "2mm", "atax", "bicg", "mvt", "syrk", "gemver", "jacobi-1d", "jacobi-2d", "seidel-2d",
-            "fdtd-2d", "lu", "cholesky", "adi", "nussinov", "trsm-npu"]
+            "fdtd-2d", "lu", "cholesky", "adi", "nussinov", "trsm-npu", "3mm", "durbin"]
 
 
 def program(name: str) -> Program:
@@ -152,6 +152,32 @@ def brute_2mm(NI, NJ, NK, NL):
             yield "S2", (i, j), [("D", i, j)], [("D", i, j)]
             for k in range(NJ):
                 yield "S3", (i, j, k), [("D", i, j), ("tmp", i, k), ("C", k, j)], [("D", i, j)]
+
+
+def brute_3mm(NI, NJ, NK, NL, NM):
+    for (out, lhs, rhs, rows, cols, inner) in (("E", "A", "B", NI, NJ, NK), ("F", "C", "D", NJ, NL, NM),
+                                               ("G", "E", "F", NI, NL, NJ)):
+        init, acc = {"E": ("S0", "S1"), "F": ("S2", "S3"), "G": ("S4", "S5")}[out]
+        for i in range(rows):
+            for j in range(cols):
+                yield init, (i, j), [], [(out, i, j)]
+                for k in range(inner):
+                    yield acc, (i, j, k), [(out, i, j), (lhs, i, k), (rhs, k, j)], [(out, i, j)]
+
+
+def brute_durbin(N):
+    yield "S0", (0,), [("r", 0)], [("y", 0), ("beta", 0), ("alpha", 0)]
+    for k in range(1, N):
+        yield "S1", (k,), [("alpha", 0), ("beta", 0)], [("beta", 0)]
+        yield "S2", (k,), [], [("sum", 0)]
+        for i in range(k):
+            yield "S3", (k, i), [("sum", 0), ("r", k - i - 1), ("y", i)], [("sum", 0)]
+        yield "S4", (k,), [("r", k), ("sum", 0), ("beta", 0)], [("alpha", 0)]
+        for i in range(k):
+            yield "S5", (k, i), [("y", i), ("alpha", 0), ("y", k - i - 1)], [("z", i)]
+        for i in range(k):
+            yield "S6", (k, i), [("z", i)], [("y", i)]
+        yield "S7", (k,), [("alpha", 0)], [("y", k)]
 
 
 def brute_atax(M, N):
@@ -379,6 +405,8 @@ BRUTE = [
     ("adi", brute_adi, {"TSTEPS": 2, "N": 5}),
     ("nussinov", brute_nussinov, {"N": 6}),
     ("trsm-npu", brute_trsm_npu, {"N": 4, "M": 3}),
+    ("3mm", brute_3mm, {"NI": 2, "NJ": 3, "NK": 2, "NL": 3, "NM": 2}),
+    ("durbin", brute_durbin, {"N": 5}),
 ]
 
 
