@@ -1,4 +1,4 @@
-"""Target platforms: FPGA slots and links, or an NPU tile array.
+"""Target platforms: FPGA slots and links, an NPU tile array, or a reconfigurable dataflow array.
 
 Presets live as JSON data files beside this module (``platforms/<name>.json``), each with a
 ``source`` field citing where its numbers come from.
@@ -6,6 +6,9 @@ Presets live as JSON data files beside this module (``platforms/<name>.json``), 
 >>> p = load_preset("u55c")
 >>> [s.name for s in p.slots], p.kind
 (['SLR0', 'SLR1', 'SLR2'], 'fpga')
+>>> capstan = load_preset("capstan")
+>>> capstan.kind, capstan.rda["lanes"], capstan.rda["banks"]
+('rda', 16, 16)
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-PRESET_NAMES = ("u55c", "u280", "u280_grid", "vck190", "npu1", "npu2")
+PRESET_NAMES = ("u55c", "u280", "u280_grid", "vck190", "npu1", "npu2", "capstan")
 
 
 @dataclass(frozen=True)
@@ -39,15 +42,18 @@ class Platform:
     ``build`` for the Vitis flow: ``part``, ``vitis_platform``, ``clock_mhz``, the external memory
     ``banks`` (``[{"name": "HBM", "count": 32}, ...]``, Vitis's ``HBM[i]`` / ``DDR[i]``) and
     ``max_interfaces_per_bank``. NPU: ``npu`` holds the tile grid, per-tile memory and DMA
-    channels."""
+    channels. RDA (a reconfigurable dataflow array such as Capstan): ``rda`` holds the compute and
+    memory unit counts, SIMD lanes, words and banks per memory unit, the units that take sparse
+    updates, the word size, DRAM words per cycle, latency and burst, and the clock."""
 
     name: str
-    kind: str  # fpga | npu
+    kind: str  # fpga | npu | rda
     slots: list[Slot] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     onchip_bytes: int | None = None
     memory: dict = field(default_factory=dict)
     npu: dict = field(default_factory=dict)
+    rda: dict = field(default_factory=dict)
     source: str = ""
     build: dict = field(default_factory=dict)
 
@@ -71,6 +77,7 @@ class Platform:
             onchip_bytes=d.get("onchip_bytes"),
             memory=dict(d.get("memory", {})),
             npu=dict(d.get("npu", {})),
+            rda=dict(d.get("rda", {})),
             source=d.get("source", ""),
             build=dict(d.get("build", {})),
         )
@@ -88,6 +95,8 @@ class Platform:
             out["memory"] = self.memory
         if self.npu:
             out["npu"] = self.npu
+        if self.rda:
+            out["rda"] = self.rda
         if self.source:
             out["source"] = self.source
         if self.build:
