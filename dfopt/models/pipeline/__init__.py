@@ -209,12 +209,15 @@ def checks(instance: Instance, options: Options, solution: Solution) -> list[Che
     faults = tiling_faults(tiled)
     out = [Check("pipeline-tiling", not faults, faults[:10])]
 
+    def _number(value):      # a figure a file may have changed into anything: not a number is no figure
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
     def stage(problem: str, graph, platform, **stage_options) -> list[Check]:
         sub = Instance(instance.name, problem, graph=graph, platform=platform)
         sub_options = driver.make_options(sub, stage_options)
         recorded = stages.get(problem, {})
         sol = Solution(instance.name, problem, Termination(_status(recorded.get("status", "feasible"))),
-                       objective=recorded.get("objective"), bound=recorded.get("bound"),
+                       objective=_number(recorded.get("objective")), bound=_number(recorded.get("bound")),
                        decision=getattr(design, problem),
                        sections={problem: solution.sections.get(problem, {})})
         checks_ = driver.run_checks(get_problem(problem), sub, sub_options, sol)
