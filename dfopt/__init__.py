@@ -23,7 +23,7 @@ __version__ = "0.2.0.dev0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _API = ("load", "solve", "check")
-_PROBLEMS = ("fifo", "converter", "fusion", "placement", "memory", "schedule", "mapping", "pipeline")
+_PROBLEMS = ("fifo", "converter", "fusion", "placement", "memory", "schedule", "mapping", "pipeline", "sparse")
 
 __all__ = ["__version__", *_API, *_PROBLEMS, "explore"]
 

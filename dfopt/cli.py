@@ -125,7 +125,8 @@ def build_parser(problems: dict | None = None) -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
     p.add_argument("--plot", metavar="PNG", help="draw the solution (problems with a drawing: fifo, placement)")
     p.add_argument("--plot-streams", metavar="S1,S2", help="fifo: streams to draw (default: the deepest)")
-    p.add_argument("--emit-dir", metavar="DIR", help="write the design's code (pipeline: HLS C++; mapping: MLIR-AIE)")
+    p.add_argument("--emit-dir", metavar="DIR", help="write the design's code (pipeline: HLS C++; mapping: "
+                                                     "MLIR-AIE; sparse: the result, binding table and graph)")
     p.add_argument("--force", action="store_true", help="--emit-dir: replace an existing non-empty folder")
     _add_import_flags(p.add_argument_group("ONNX import (INSTANCE is a MODEL.onnx; docs/onnx.md)"))
     p.set_defaults(option_names=add_option_flags(p, problems["solve"]) if problems.get("solve") else [])
@@ -381,6 +382,9 @@ def _overrun_note(args: argparse.Namespace, limit: float, stats: dict) -> None:
 
 
 def _emit_line(problem: str, out_dir: str, written) -> str:
+    if problem == "sparse":
+        return (f"  result written to {out_dir}/{written['result']}, the binding table to {out_dir}/binding.md and "
+                f"the primitive graph to {out_dir}/graph.dot (docs/sparse.md)")
     if problem == "mapping":
         return (f"  MLIR-AIE written to {written['custom']} and {written['generic']}; run: make -C {out_dir} sim "
                 "(the functional model, docs/aie.md)")

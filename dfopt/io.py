@@ -147,3 +147,37 @@ def write_bytes_atomic(path: StrPath, data: bytes) -> None:
 
 def write_json_atomic(path: StrPath, data: Any, indent: int | None = 1) -> None:
     write_text_atomic(path, json.dumps(data, indent=indent, sort_keys=False) + "\n")
+
+
+def write_folder_atomic(out_dir: StrPath, files: dict) -> list[str]:
+    """Write ``files`` (relative path -> str or bytes) as the folder ``out_dir``: built in a
+    temporary sibling and renamed at the end, replacing an existing folder. Returns the paths.
+
+    >>> d = tempfile.mkdtemp()
+    >>> write_folder_atomic(os.path.join(d, "out"), {"a.txt": "x", "sub/b.bin": b"y"})
+    ['a.txt', 'sub/b.bin']
+    """
+    out = os.path.abspath(os.fspath(out_dir))
+    parent, name = os.path.dirname(out), os.path.basename(out)
+    os.makedirs(parent, exist_ok=True)
+    sweep_stale(parent)
+    tmp = tempfile.mkdtemp(prefix=temp_prefix(name), dir=parent)
+    try:
+        for rel, content in files.items():
+            path = os.path.join(tmp, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(content.encode() if isinstance(content, str) else content)
+        os.chmod(tmp, 0o777 & ~_umask())
+        if os.path.exists(out):
+            old = tempfile.mkdtemp(prefix=f".{name}.old-{os.getpid()}-", dir=parent)
+            os.rmdir(old)
+            os.rename(out, old)
+            os.rename(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return sorted(files)

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = [get_problem(n) for n in names()]
 SHIPPED = {"fifo": "fifo/fig8f.json", "converter": "converter/fig5.json", "fusion": "fusion/diamond.json",
            "placement": "placement/chain-u55c.json", "memory": "memory/tight.json",
-           "schedule": "schedule/jacobi-1d.json", "mapping": "mapping/ffn-2x4.json", "pipeline": "pipeline/ffn.json"}
+           "schedule": "schedule/jacobi-1d.json", "mapping": "mapping/ffn-2x4.json", "pipeline": "pipeline/ffn.json",
+           "sparse": "sparse/spmv-karate.json"}
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +70,8 @@ def test_registry_is_what_the_loader_the_schemas_and_the_solution_read():
     from dfopt.instance import PROBLEMS as loader_problems
 
     assert loader_problems == names()
-    with pytest.raises(InstanceError, match="unknown problem 'sparse'"):
-        dfopt.instance.from_dict({"format": "dfopt-instance/1", "name": "x", "problem": "sparse"})
+    with pytest.raises(InstanceError, match="unknown problem 'routing'"):
+        dfopt.instance.from_dict({"format": "dfopt-instance/1", "name": "x", "problem": "routing"})
 
 
 @pytest.mark.parametrize("name", list(SHIPPED))
@@ -117,7 +118,7 @@ def test_dfopt_check_takes_parameters_from_the_options_not_the_solution(solved, 
     (["--time-limit", "0"], "--time-limit: expected a value > 0, got 0"),
     (["--seed", "-1"], "--seed: expected a value >= 0, got -1"),
     (["--strategy", "slow"], "argument --strategy: invalid choice: 'slow'"),
-    (["--emit-dir", "x"], "--emit-dir: writes the code of a mapping or pipeline design"),
+    (["--emit-dir", "x"], "--emit-dir: writes the code of a mapping, pipeline or sparse design"),
 ])
 def test_a_flags_error_names_the_flag(argv, text, capsys):
     assert main(["solve", str(ROOT / "instances" / SHIPPED["fifo"]), *argv]) == 2

@@ -237,12 +237,12 @@ def test_unknown_dtype_points_at_dtype():
 
 def test_options_unknown_problem_and_closed_problems():
     data = chain()
-    data["options"] = {"fifoo": {}, "sparse": {"anything": 1}, "schedule": {"levels": []}}
+    data["options"] = {"fifoo": {}, "routing": {"anything": 1}, "schedule": {"levels": []}}
     found = messages(data)
     assert found[0] == ("/options/fifoo: unknown field 'fifoo', did you mean 'fifo'? (expected one of: "
-                        "converter, explore, fifo, fusion, mapping, memory, pipeline, placement, schedule)")
-    assert found[1].startswith("/options/schedule/levels: unknown field 'levels' (expected one of: auto_vectorize,")
-    assert found[2].startswith("/options/sparse: unknown field 'sparse'")
+                        "converter, explore, fifo, fusion, mapping, memory, pipeline, placement, schedule, sparse)")
+    assert found[1].startswith("/options/routing: unknown field 'routing'")
+    assert found[2].startswith("/options/schedule/levels: unknown field 'levels' (expected one of: auto_vectorize,")
 
 
 def test_options_types():
@@ -366,7 +366,7 @@ def test_schema_lists_match_the_registry():
     assert tuple(get_schema("instance")["$defs"]["problem"]["enum"]) == PROBLEMS == names()
     assert tuple(get_schema("solution")["properties"]["problem"]["enum"]) == PROBLEMS
     assert set(SECTION_NAMES) <= set(get_schema("solution")["properties"])
-    assert "sparse" not in get_schema("solution")["properties"] and "sparse" not in PROBLEMS
+    assert "routing" not in get_schema("solution")["properties"] and "routing" not in PROBLEMS
 
 
 def test_unknown_schema_kind_lists_valid_ones():
@@ -407,7 +407,7 @@ def test_bad_solution_lists_every_problem():
         "/checks/0/ok: expected true or false, got 'yes'",
         "/colour: unknown field 'colour' (expected one of: bound, checks, converter, fifo, format, formulation, "
         "fusion, instance, limit_reached, mapping, memory, objective, pipeline, placement, problem, rejected, "
-        "schedule, seed, solver, stats, status, wall_time_s)",
+        "schedule, seed, solver, sparse, stats, status, wall_time_s)",
         "/fifo/depths/e0: expected integer >= 1 and <= 1099511627776, got 0",
         "/status: unknown status 'solved' (expected one of: optimal, feasible, time_limit, infeasible, error)",
     ]

@@ -16,6 +16,7 @@ from dfopt.ir.itensor import ITensorType
 from dfopt.ir.opgraph import OpGraph
 from dfopt.ir.platform import PRESET_NAMES, Platform, load_preset
 from dfopt.ir.program import Program, Statement
+from dfopt.ir.sparse.statement import SparseStatement
 from dfopt.ir.tokens import TokenSchedule
 from dfopt.schema import schema_issues, to_problems
 
@@ -37,6 +38,7 @@ def _build(data: dict) -> Instance:
         description=data.get("description", ""),
         platform_name=platform_name,
         operators=OpGraph.from_dict(data["operators"]) if "operators" in data else None,
+        sparse=SparseStatement.from_dict(data["sparse"]) if "sparse" in data else None,
     )
 
 
@@ -144,6 +146,8 @@ def to_dict(instance: Instance) -> dict:
         out["program"] = _program_to_dict(instance.program)
     if instance.operators is not None:
         out["operators"] = instance.operators.to_dict()
+    if instance.sparse is not None:
+        out["sparse"] = instance.sparse.to_dict()
     if instance.options:
         out["options"] = copy.deepcopy(instance.options)
     return out

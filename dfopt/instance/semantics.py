@@ -29,12 +29,22 @@ import numpy as np
 
 from dfopt.instance.common import _at, _duplicate_names, _entries, _Faulty, _itensor_from_dict, _name, _unknown, _who
 from dfopt.instance.isl import _program_issues
-from dfopt.instance.types import NEEDS_DAG, NEEDS_GRAPH, NEEDS_OPERATORS, NEEDS_PLATFORM, NEEDS_PROGRAM, PROBLEMS
+from dfopt.instance.types import (
+    NEEDS_DAG,
+    NEEDS_GRAPH,
+    NEEDS_OPERATORS,
+    NEEDS_PLATFORM,
+    NEEDS_PROGRAM,
+    NEEDS_SPARSE,
+    PROBLEMS,
+)
 from dfopt.ir.analyses import cyclic_nodes
 from dfopt.ir.itensor import DTYPE_BITS, ITensorType
 from dfopt.ir.opgraph import operator_issues
 from dfopt.ir.platform import PRESET_NAMES, load_preset
+from dfopt.ir.sparse.statement import statement_issues
 from dfopt.ir.tokens import TokenSchedule, monotone_fault
+from dfopt.models import registry
 from dfopt.schema import did_you_mean, found
 
 #: Tokens of one stream and width of one token (bits): the schema's bounds, for derived values.
@@ -66,6 +76,8 @@ def _semantic_issues(data: dict, faulty: _Faulty) -> list:
         issues += [(path, msg) for path, msg in operator_issues(data["operators"], ("operators",))
                    if faulty.clean(path)]
         issues += _operator_limit_issues(data["operators"], ("operators",), faulty)
+    if isinstance(data.get("sparse"), dict):
+        issues += [(path, msg) for path, msg in statement_issues(data["sparse"], ("sparse",)) if faulty.clean(path)]
     issues += _option_issues(data)
     return issues
 
@@ -78,6 +90,9 @@ def _requirement_issues(data: dict, problem: str | None) -> list:
     if problem in NEEDS_OPERATORS and "operators" not in data:
         issues.append((("operators",), f"problem {problem!r} needs an operator graph (tensors, ops, outputs), "
                                        "but the instance has none"))
+    if problem in NEEDS_SPARSE and "sparse" not in data:
+        issues.append((("sparse",), f"problem {problem!r} needs a sparse statement (expression and tensors), "
+                                    "but the instance has none"))
     if problem in NEEDS_PROGRAM and "program" not in data:
         issues.append((("program",), f"problem {problem!r} needs a program (params and statements "
                                      "with isl domains), but the instance has none"))
@@ -478,12 +493,20 @@ def _platform_issues(platform, problem: str | None) -> list:
     if isinstance(platform, str):
         issues = _preset_issues(platform)
         slotless = platform in PRESET_NAMES and not load_preset(platform).slots
+        kind = load_preset(platform).kind if platform in PRESET_NAMES else None
     elif isinstance(platform, dict):
         issues = _link_issues(platform)
         slotless = not platform.get("slots")
+        kind = platform.get("kind")
     else:
         return []
-    if problem in NEEDS_PLATFORM and slotless:
+    wants = registry.info(problem).platform if problem is not None and problem in NEEDS_PLATFORM else None
+    if wants == "rda":
+        if kind is not None and kind != "rda":
+            issues.append((("platform",), f"problem {problem!r} needs a reconfigurable dataflow array platform "
+                                          f"(kind 'rda', e.g. 'capstan'), but platform {_platform_label(platform)} "
+                                          f"is of kind {kind!r}"))
+    elif wants is not None and slotless:
         issues.append((("platform",), f"problem {problem!r} needs a platform with slots, "
                                       f"but platform {_platform_label(platform)} has none"))
     return issues

@@ -9,6 +9,7 @@ from dfopt.ir.graph import DataflowGraph
 from dfopt.ir.opgraph import OpGraph
 from dfopt.ir.platform import Platform
 from dfopt.ir.program import Program
+from dfopt.ir.sparse.statement import SparseStatement
 from dfopt.models import registry
 
 FORMAT = "dfopt-instance/1"
@@ -16,6 +17,7 @@ FORMAT = "dfopt-instance/1"
 PROBLEMS = registry.names()
 NEEDS_GRAPH = registry.needing("graph")
 NEEDS_OPERATORS = registry.needing("operators")
+NEEDS_SPARSE = registry.needing("sparse")
 NEEDS_DAG = frozenset(n for n in PROBLEMS if registry.info(n).dag)
 NEEDS_PROGRAM = registry.needing("program")
 NEEDS_PLATFORM = registry.needing("platform")
@@ -47,6 +49,7 @@ class Instance:
     path: str | None = None
     platform_name: str | None = None
     operators: OpGraph | None = None
+    sparse: SparseStatement | None = None
 
     def options_for(self, problem: str | None = None) -> dict:
         """A copy of the options of ``problem`` (default: this instance's problem)."""
@@ -56,7 +59,7 @@ class Instance:
         graph = None if self.graph is None else (list(self.graph.kernels.items()),
                                                  list(self.graph.streams.items()))
         return (self.name, self.problem, graph, self.platform, self.program, self.options,
-                self.description, self.platform_name, self.operators)
+                self.description, self.platform_name, self.operators, self.sparse)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Instance):

@@ -138,7 +138,8 @@ def check(instance: Instance, solution: Solution, options: CommonOptions) -> lis
 
 
 _PART_TEXT = {"graph": "a graph (kernels and streams)", "operators": "an operator graph",
-              "program": "a program (statements with isl domains)", "platform": "a platform"}
+              "program": "a program (statements with isl domains)", "platform": "a platform",
+              "sparse": "a sparse statement (expression and tensors)"}
 
 
 def require_parts(problem: Problem, instance: Instance) -> None:

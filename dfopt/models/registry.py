@@ -6,7 +6,7 @@ Each entry is light (no model code is imported): a problem's name, the package t
 needs and whether its graph must be acyclic. Adding a problem is one package plus one line here.
 
 >>> names()
-('fifo', 'converter', 'fusion', 'placement', 'memory', 'schedule', 'mapping', 'pipeline')
+('fifo', 'converter', 'fusion', 'placement', 'memory', 'schedule', 'mapping', 'pipeline', 'sparse')
 >>> info("fifo").needs, info("fifo").dag
 (frozenset({'graph'}), True)
 >>> get_problem("memory").name
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from dfopt.models.base import Problem
 
 #: The parts of an instance a problem may need (instance keys).
-PARTS = ("graph", "operators", "program", "platform")
+PARTS = ("graph", "operators", "program", "platform", "sparse")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,9 @@ class ProblemInfo:
     """What is known of a problem without importing its model.
 
     ``needs``: instance keys the problem reads (:data:`PARTS`); ``dag``: its graph must be
-    acyclic; ``sections``: the solution sections a solution of it holds (default its name).
+    acyclic; ``sections``: the solution sections a solution of it holds (default its name);
+    ``platform``: what its platform must offer (``slots``: an FPGA floorplan; ``rda``: a
+    reconfigurable dataflow array).
     """
 
     name: str
@@ -42,6 +44,7 @@ class ProblemInfo:
     needs: frozenset
     dag: bool = False
     sections: tuple = ()
+    platform: str = "slots"
 
     @property
     def solution_sections(self) -> tuple:
@@ -61,6 +64,8 @@ _ENTRIES = (
     ProblemInfo("pipeline", "dfopt.models.pipeline", "operator graph to a placed dataflow design",
                 frozenset({"operators", "platform"}),
                 sections=("fusion", "fifo", "memory", "placement", "pipeline")),
+    ProblemInfo("sparse", "dfopt.models.sparse", "sparse tensor algebra on a dataflow array",
+                frozenset({"sparse", "platform"}), platform="rda"),
 )
 
 REGISTRY: dict[str, ProblemInfo] = {e.name: e for e in _ENTRIES}

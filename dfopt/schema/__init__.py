@@ -14,7 +14,7 @@ message)`` pairs that say what was expected and what was found.
 ...                   "instance"):
 ...     print(p)  # doctest: +NORMALIZE_WHITESPACE
 /colour: unknown field 'colour' (expected one of: description, format, graph, name, operators, options,
-platform, problem, program)
+platform, problem, program, sparse)
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ def _load(kind: str) -> dict:
         fragment = {k: v for k, v in _read("operators-1.json").items() if k not in ("$schema", "$id")}
         schema["$defs"]["operators"] = fragment
         schema["properties"]["operators"] = {"$ref": "#/$defs/operators"}
+        fragment = {k: v for k, v in _read("sparse-1.json").items() if k not in ("$schema", "$id")}
+        schema["$defs"]["sparse"] = fragment
+        schema["properties"]["sparse"] = {"$ref": "#/$defs/sparse"}
     _from_registry(kind, schema)
     return schema
 
