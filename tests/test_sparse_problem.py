@@ -167,3 +167,13 @@ def test_random_kernels_solve_checked_by_both_formulations():
         assert sols[1].sections["sparse"]["result"]["nnz"] == int(np.count_nonzero(want))
 
     run()
+
+
+def test_a_discordant_loop_order_points_at_the_reorder_command(tmp_path):
+    inst = json.loads((ROOT / "instances" / "sparse" / "spmv-karate.json").read_text())
+    inst["sparse"]["schedule"].append({"command": "reorder", "order": ["j", "i"]})
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(inst))
+    with pytest.raises(dfopt.errors.InstanceError) as err:
+        dfopt.solve(str(p), time_limit=5)
+    assert err.value.pointer == "/sparse/schedule/1/order" and "tensor 'A' stores 'i' above 'j'" in str(err.value)

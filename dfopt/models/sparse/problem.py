@@ -104,8 +104,16 @@ def _concrete(statement: SparseStatement, dims: dict):
         return concretize(statement.assignment, formats, dims, reorder=list(statement.reorder)
                           if statement.reorder else None, workspaces=workspaces or None)
     except ValueError as err:
-        pointer = "/sparse/schedule" if statement.reorder or statement.workspaces else "/sparse/tensors"
-        raise InstanceError(str(err), pointer=pointer) from err
+        raise InstanceError(str(err), pointer=_schedule_pointer(statement)) from err
+
+
+def _schedule_pointer(statement: SparseStatement) -> str:
+    """Where a loop-order fault points: the last ``reorder`` command, else the tensors' formats."""
+    commands = statement.raw.get("schedule", []) if isinstance(statement.raw, dict) else []
+    at = [n for n, c in enumerate(commands) if isinstance(c, dict) and c.get("command") == "reorder"]
+    if at:
+        return f"/sparse/schedule/{at[-1]}/order"
+    return "/sparse/schedule" if statement.workspaces else "/sparse/tensors"
 
 
 def store(statement: SparseStatement, operands: dict) -> dict:
