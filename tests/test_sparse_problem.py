@@ -177,3 +177,23 @@ def test_a_discordant_loop_order_points_at_the_reorder_command(tmp_path):
     with pytest.raises(dfopt.errors.InstanceError) as err:
         dfopt.solve(str(p), time_limit=5)
     assert err.value.pointer == "/sparse/schedule/1/order" and "tensor 'A' stores 'i' above 'j'" in str(err.value)
+
+
+def test_an_inline_rda_platform_changes_the_answer(tmp_path):
+    inst = json.loads((ROOT / "instances" / "sparse" / "spmv-bar.json").read_text())
+    capstan = json.loads((ROOT / "dfopt" / "ir" / "platforms" / "capstan.json").read_text())
+    slow = dict(capstan, name="slow-dram")
+    slow["rda"] = dict(capstan["rda"], dram_words_per_cycle=4)
+    inst["platform"] = slow
+    p = tmp_path / "slow.json"
+    p.write_text(json.dumps(inst).replace("data/pyamg_bar.mtx", str(ROOT / "instances/sparse/data/pyamg_bar.mtx")))
+    fast = _solve(ROOT / "instances" / "sparse" / "spmv-bar.json", "cpsat").sections["sparse"]
+    sol = dfopt.solve(str(p), time_limit=20)
+    sec = sol.sections["sparse"]
+    assert all(c.ok for c in sol.checks) and sec["bottleneck"] == "dram"
+    assert sec["dram_cycles"] == -(-sec["dram_words"] // 4) and sec["cycles"] > fast["cycles"]
+    bad = dict(slow, rda={k: v for k, v in slow["rda"].items() if k != "banks"})
+    inst["platform"] = bad
+    p.write_text(json.dumps(inst))
+    with pytest.raises(dfopt.errors.InstanceError, match="/platform/rda: the rda platform lacks banks"):
+        dfopt.solve(str(p), time_limit=5)
