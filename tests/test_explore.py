@@ -282,13 +282,16 @@ def _kill_mid_trial(storage: str, name: str, out: Path, heartbeat: int = 10):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         running = None
         try:
-            deadline = time.time() + 120
+            deadline = time.time() + 240     # a busy machine starts the worker slowly
             while time.time() < deadline and running is None:
                 study = optuna.load_study(study_name=name, storage=open_storage(storage, out, heartbeat))
-                running = next((t for t in study.trials if t.state.name == "RUNNING" and _fresh(t)
-                                and f":{proc.pid}:" in t.user_attrs.get("worker", "")), None)
-                time.sleep(0.2)
-            time.sleep(1.5)              # past the first heartbeat
+                trial = next((t for t in study.trials if t.state.name == "RUNNING" and _fresh(t)
+                              and f":{proc.pid}:" in t.user_attrs.get("worker", "")), None)
+                # killed only once it has run past its first heartbeat, and still running now
+                if trial is not None and time.time() - trial.datetime_start.timestamp() >= 1.5:
+                    running = trial
+                else:
+                    time.sleep(0.1)
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
