@@ -383,8 +383,9 @@ def _overrun_note(args: argparse.Namespace, limit: float, stats: dict) -> None:
 
 def _emit_line(problem: str, out_dir: str, written) -> str:
     if problem == "sparse":
-        return (f"  result written to {out_dir}/{written['result']}, the binding table to {out_dir}/binding.md and "
-                f"the primitive graph to {out_dir}/graph.dot (docs/sparse.md)")
+        spatial = f", the Spatial program to {out_dir}/{written['spatial']}" if written.get("spatial") else ""
+        return (f"  result written to {out_dir}/{written['result']}, the binding table to {out_dir}/binding.md, "
+                f"the primitive graph to {out_dir}/graph.dot{spatial} (docs/sparse.md)")
     if problem == "mapping":
         return (f"  MLIR-AIE written to {written['custom']} and {written['generic']}; run: make -C {out_dir} sim "
                 "(the functional model, docs/aie.md)")

@@ -102,7 +102,8 @@ def test_emit_writes_the_result_the_binding_and_the_graph(tmp_path):
     problem = dfopt.models.registry.get_problem("sparse")
     written = problem.emit(dfopt.load(str(path)), sol, tmp_path / "out")
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["C.mtx", "binding.md", "graph.dot"]
+    assert sorted(p.name for p in out.iterdir()) == ["C.mtx", "binding.md", "graph.dot", "plus2-bar.scala"]
+    assert "Accel {" in (out / "plus2-bar.scala").read_text()
     assert written["result"] == "C.mtx"
     c = scipy.io.mmread(out / "C.mtx")
     assert c.nnz == sol.sections["sparse"]["result"]["nnz"]

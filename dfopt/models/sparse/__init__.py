@@ -46,8 +46,9 @@ class Options(CommonOptions):
 
     workers: int = option(1, "CP-SAT workers (with --no-deterministic more than one is not reproducible)",
                           minimum=1, maximum=64, metavar="N")
-    target: str = option("tensor", "--emit-dir: what to write (tensor: the result, the binding table and the "
-                                   "primitive graph)", choices=("tensor",))
+    target: str = option("all", "--emit-dir: what to write beside the result, the binding table and the "
+                                "primitive graph (spatial: the Spatial program; all: every target)",
+                         choices=("tensor", "spatial", "all"))
 
 
 def _base_dir(instance: Instance) -> Path:
@@ -171,6 +172,7 @@ PROBLEM = Problem(
     info=registry.info("sparse"), options=Options, decision=SparseDesign, prepare=prepare,
     formulations=formulations(), default="cpsat", objective=objective, report=report, checks=checks,
     summary=summary, emit=_emit,
-    emit_help="write the result tensor (DIR/<result>.mtx or .npy), the binding table (DIR/binding.md) and the "
-              "primitive graph (DIR/graph.dot)")
+    emit_help="write the result tensor (DIR/<result>.mtx or .npy), the binding table (DIR/binding.md), the "
+              "primitive graph (DIR/graph.dot) and, with --target spatial or all, the Spatial program "
+              "(DIR/<name>.scala)")
 

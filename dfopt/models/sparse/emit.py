@@ -5,7 +5,10 @@
   token-level run of the solved design;
 - ``binding.md``: one row per array — tensor, kind, role, memory, depth, PMUs, DRAM words — and the
   co-iteration and parallelisation, beside Stardust's rules;
-- ``graph.dot``: the SAM-style primitive graph with the solved co-iteration methods.
+- ``graph.dot``: the SAM-style primitive graph with the solved co-iteration methods;
+- ``<name>.scala`` (targets ``spatial`` and ``all``): the Spatial program Stardust would produce
+  for the solved design (:mod:`dfopt.codegen.spatial`), checked against the design before it is
+  written (a fault is a :class:`~dfopt.errors.CodegenError`).
 
 The folder is written atomically (:func:`dfopt.io.write_folder_atomic`).
 """
@@ -65,5 +68,19 @@ def emit(instance: Any, solution: Any, out_dir: Any, options: Any = None) -> dic
     fname, blob = tensor_file(st.result, data.sim.result, all(k == "dense" for k in result.format.levels))
     graph = lower(data.concrete, dict(design.coiteration) or {j: "bitvector" for j in data.sim.joiners},
                   word_bits=data.machine.word_bits)
-    files = {fname: blob, "binding.md": binding_table(data, design), "graph.dot": graph.to_dot()}
-    return {"out_dir": str(out_dir), "files": write_folder_atomic(out_dir, files), "result": fname}
+    files: dict = {fname: blob, "binding.md": binding_table(data, design), "graph.dot": graph.to_dot()}
+    target = getattr(options, "target", "all")
+    out: dict = {"out_dir": str(out_dir), "result": fname}
+    if target in ("spatial", "all"):
+        from dfopt.codegen.spatial import check_program, spatial_program
+        from dfopt.errors import CodegenError
+
+        text = spatial_program(data, design, instance.name)
+        faults = check_program(text, data, design)
+        if faults:
+            raise CodegenError(f"the Spatial program of {instance.name!r} does not follow its design: "
+                               + "; ".join(faults[:5]))
+        files[f"{instance.name}.scala"] = text
+        out["spatial"] = f"{instance.name}.scala"
+    out["files"] = write_folder_atomic(out_dir, files)
+    return out
