@@ -329,7 +329,10 @@ def test_stream_tokens_recounted_by_decoding(name):
     for sname, stream in streams.items():
         tokens = encode(stream)
         leaves, offsets, stops = decode(tokens, stream.depth)
-        assert len(tokens) == res.streams[sname] == len(leaves) + (len(offsets) - 1 if stream.depth else 0) + 1
+        empties = sum(1 for t in tokens if isinstance(t, str) and "E" in t)
+        assert empties == stream.empty_above
+        assert len(tokens) == res.streams[sname] == \
+            len(leaves) + (len(offsets) - 1 if stream.depth else 0) + empties + 1
         if not isinstance(stream, BitStream):
             assert np.array_equal(leaves.astype(stream.data.dtype), stream.data) if len(leaves) else \
                 stream.leaves == 0

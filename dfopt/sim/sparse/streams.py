@@ -5,7 +5,12 @@ coordinate, a reference — ``-1`` is SAM's empty reference ``N`` —, a value o
 and ``segs``: ``segs[l]`` are the offsets of the fibres at nesting ``l`` into the level below
 (``segs[0]`` splits the root's one fibre; ``segs[-1]`` indexes ``data``). SAM encodes it as tokens
 ``1 2 S0 3 S1 D``: the leaves, a stop token closing each innermost fibre (``S<n>`` when ``n`` outer
-fibres close with it) and the done token, so it carries leaves + innermost fibres + 1 tokens.
+fibres close with it) and the done token. An empty fibre above the innermost level (a row without
+entries at a loop that is not the innermost) has no innermost fibre whose stop could close it, so
+it gets a stop token of its own, written ``S<n>E<m>`` (it opens and closes an empty fibre at level
+``m``, 1 just above the innermost, and closes ``n - m`` more). A stream carries leaves + innermost
+fibres + empty fibres above the innermost + 1 tokens: the tokens the emitted HLS processes write
+(:mod:`dfopt.codegen.sam_hls.runtime`), whose output port :func:`encode` follows.
 
 >>> s = Stream("crd", np.array([1, 2, 3]), (np.array([0, 2]), np.array([0, 2, 3])))
 >>> s.tokens, encode(s)
@@ -43,8 +48,14 @@ class Stream:
         return len(self.data)
 
     @property
+    def empty_above(self) -> int:
+        """Empty fibres above the innermost level (below the root), each a stop token of its own."""
+        return int(sum(np.count_nonzero(self.segs[level][1:] == self.segs[level][:-1])
+                       for level in range(1, len(self.segs) - 1)))
+
+    @property
     def tokens(self) -> int:
-        return self.leaves + self.fibers + 1
+        return self.leaves + self.fibers + self.empty_above + 1
 
     def lengths(self) -> np.ndarray:
         """Leaves per innermost fibre."""
@@ -122,35 +133,83 @@ def ancestors(segs: tuple[np.ndarray, ...], ids: np.ndarray, depth: int) -> np.n
     return out
 
 
+class _Port:
+    """The token writer of an output port (the emitted C++'s ``sam::Port``): fibre closings that
+    follow each other merge into one stop token."""
+
+    def __init__(self, depth: int):
+        self.depth, self.open, self.any = depth, depth - 1, False
+        self.pending: tuple[int, int] | None = None     # (stop, empty) of the stop token not written yet
+        self.out: list = []
+
+    def _flush(self) -> None:
+        if self.pending is not None:
+            stop, empty = self.pending
+            self.out.append(f"S{stop}" + (f"E{empty}" if empty else ""))
+            self.pending = None
+
+    def leaf(self, value: object) -> None:
+        self._flush()
+        self.out.append(value)
+        self.open, self.any = 0, True
+
+    def close(self, m: int) -> None:
+        if m >= self.open:
+            if self.pending is not None:
+                self.pending = (m, self.pending[1])
+            elif not (self.open == self.depth - 1 and not self.any and self.depth >= 2):
+                self.pending, self.any = (m, 0), True          # else the empty root fibre: no token
+        else:                                                   # an empty fibre at level m
+            self._flush()
+            self.pending, self.any = (m, m), True
+        self.open = m + 1
+
+    def finish(self) -> list:
+        if self.depth >= 1 and self.open < self.depth:
+            self.close(self.depth - 1)
+        self._flush()
+        self.out.append("D")
+        return self.out
+
+
 def encode(stream: Stream) -> list:
-    """SAM's token list of a stream (slow: for checks and small examples)."""
+    """SAM's token list of a stream, as the emitted HLS processes write it (slow: for checks and
+    small examples).
+
+    >>> s = Stream("crd", np.array([1, 2]), (np.array([0, 3]), np.array([0, 1, 1, 2]), np.array([0, 1, 2])))
+    >>> encode(s), s.tokens      # the second point of depth 1 has an empty fibre below it
+    ([1, 'S1', 'S1E1', 2, 'S2', 'D'], 6)
+    """
     if isinstance(stream, BitStream):
         data = [int(w) for w in stream.dense_words()]
-        offsets = np.arange(stream.fibers + 1) * stream.width
-        segs = stream.segs[:-1] + (offsets,)
+        segs = stream.segs[:-1] + (np.arange(stream.fibers + 1) * stream.width,)
     else:
         data, segs = stream.data.tolist(), stream.segs
+    depth = len(segs)
+    port = _Port(depth)
     if not segs:
-        return [*data, "D"]
-    out: list = []
-    inner = segs[-1]
-    closing = np.zeros(len(inner) - 1, dtype=np.int64)     # enclosing fibres each innermost fibre ends
-    active = np.ones(len(inner) - 1, dtype=bool)
-    cur = np.arange(len(inner) - 1)
-    for level in range(len(segs) - 2, -1, -1):
-        parent = np.searchsorted(segs[level], cur, side="right") - 1
-        active &= segs[level][parent + 1] == cur + 1
-        closing += active
-        cur = parent
-    for f in range(len(inner) - 1):
-        out.extend(data[inner[f]:inner[f + 1]])
-        out.append(f"S{int(closing[f])}")
-    out.append("D")
-    return out
+        for v in data:
+            port.leaf(v)
+        return port.finish()
+    # the fibres' children, outermost first: (nesting, fibre) in depth-first order without recursion
+    todo: list[tuple[int, int, bool]] = [(0, 0, False)]
+    while todo:
+        level, f, closing = todo.pop()
+        if closing:
+            port.close(depth - 1 - level)
+        elif level == depth - 1:
+            for v in data[segs[level][f]:segs[level][f + 1]]:
+                port.leaf(v)
+            port.close(0)
+        else:
+            todo.append((level, f, True))
+            todo.extend((level + 1, c, False) for c in range(int(segs[level][f + 1]) - 1, int(segs[level][f]) - 1, -1))
+    return port.finish()
 
 
 def decode(tokens: list, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(leaves, innermost fibre offsets, stop level of each fibre) of a token list of ``depth``."""
+    """(leaves, innermost fibre offsets, stop level of each fibre) of a token list of ``depth``; the
+    stop tokens of empty fibres above the innermost (``S<n>E<m>``) close no innermost fibre."""
     leaves: list[int | float] = []
     offsets: list[int] = [0]
     stops: list[int] = []
@@ -158,10 +217,13 @@ def decode(tokens: list, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
         raise ValueError("a stream ends with the done token D")
     for tok in tokens[:-1]:
         if isinstance(tok, str):
-            if not tok.startswith("S") or not 0 <= int(tok[1:]) < max(depth, 1):
+            stop, _, empty = tok[1:].partition("E")
+            if not tok.startswith("S") or not stop.isdigit() or not 0 <= int(stop) < max(depth, 1) or \
+                    (empty and not (empty.isdigit() and 0 < int(empty) <= int(stop))):
                 raise ValueError(f"bad stop token {tok!r} in a stream of depth {depth}")
-            offsets.append(len(leaves))
-            stops.append(int(tok[1:]))
+            if not empty:
+                offsets.append(len(leaves))
+                stops.append(int(stop))
         else:
             leaves.append(tok)
     if depth == 0:
