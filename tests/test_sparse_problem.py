@@ -102,12 +102,32 @@ def test_emit_writes_the_result_the_binding_and_the_graph(tmp_path):
     problem = dfopt.models.registry.get_problem("sparse")
     written = problem.emit(dfopt.load(str(path)), sol, tmp_path / "out")
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["C.mtx", "binding.md", "graph.dot", "plus2-bar.scala"]
+    assert sorted(p.name for p in out.iterdir()) == ["C.mtx", "binding.md", "graph.dot", "hls", "plus2-bar.scala"]
     assert "Accel {" in (out / "plus2-bar.scala").read_text()
+    assert "#pragma HLS dataflow" in (out / "hls" / "top.cpp").read_text()
+    assert written["hls"]["processes"] == [p["name"] for p in
+                                           json.loads((out / "hls" / "design.json").read_text())["processes"]]
     assert written["result"] == "C.mtx"
     c = scipy.io.mmread(out / "C.mtx")
     assert c.nnz == sol.sections["sparse"]["result"]["nnz"]
     assert "digraph" in (out / "graph.dot").read_text()
+
+
+@pytest.mark.parametrize("target, files", [("tensor", ["C.mtx", "binding.md", "graph.dot"]),
+                                           ("spatial", ["C.mtx", "binding.md", "graph.dot", "plus2-bar.scala"]),
+                                           ("hls", ["C.mtx", "binding.md", "graph.dot", "hls"])])
+def test_cli_target_chooses_what_is_written(tmp_path, capsys, target, files):
+    from dfopt.cli import main
+
+    out = tmp_path / "out"
+    code = main(["solve", str(ROOT / "instances" / "sparse" / "plus2-bar.json"), "--time-limit", "10",
+                 "--emit-dir", str(out), "--target", target, "--hls-depths", "stream", "--quiet"])
+    assert code == 0 and sorted(p.name for p in out.iterdir()) == files
+    said = capsys.readouterr().out
+    assert ("the HLS C++ project to" in said) == (target == "hls") and ("Spatial program" in said) == (target == "spatial")
+    if target == "hls":      # policy stream: every FIFO holds its whole stream
+        manifest = json.loads((out / "hls" / "design.json").read_text())
+        assert all(f["depth"] == max(2, f["tokens"]) for f in manifest["streams"] if f["tokens"] is not None)
 
 
 def test_bad_data_is_reported_with_its_pointer(tmp_path):

@@ -47,8 +47,14 @@ class Options(CommonOptions):
     workers: int = option(1, "CP-SAT workers (with --no-deterministic more than one is not reproducible)",
                           minimum=1, maximum=64, metavar="N")
     target: str = option("all", "--emit-dir: what to write beside the result, the binding table and the "
-                                "primitive graph (spatial: the Spatial program; all: every target)",
-                         choices=("tensor", "spatial", "all"))
+                                "primitive graph (spatial: the Spatial program; hls: the HLS C++ project "
+                                "in DIR/hls; all: every target)",
+                         choices=("tensor", "spatial", "hls", "all"))
+    hls_depths: str = option("iteration", "--emit-dir, target hls: FIFO depths (iteration: the most tokens "
+                                          "of a stream in P + 1 consecutive iterations of the outermost "
+                                          "loop, P the processes, + 2; stream: every token of the "
+                                          "stream, no write ever blocks)",
+                             choices=("iteration", "stream"))
 
 
 def _base_dir(instance: Instance) -> Path:
@@ -174,5 +180,6 @@ PROBLEM = Problem(
     summary=summary, emit=_emit,
     emit_help="write the result tensor (DIR/<result>.mtx or .npy), the binding table (DIR/binding.md), the "
               "primitive graph (DIR/graph.dot) and, with --target spatial or all, the Spatial program "
-              "(DIR/<name>.scala)")
+              "(DIR/<name>.scala); with --target hls or all, the HLS C++ project (DIR/hls: make csim, "
+              "make csim-vitis)")
 

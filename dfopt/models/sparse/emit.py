@@ -8,7 +8,10 @@
 - ``graph.dot``: the SAM-style primitive graph with the solved co-iteration methods;
 - ``<name>.scala`` (targets ``spatial`` and ``all``): the Spatial program Stardust would produce
   for the solved design (:mod:`dfopt.codegen.spatial`), checked against the design before it is
-  written (a fault is a :class:`~dfopt.errors.CodegenError`).
+  written (a fault is a :class:`~dfopt.errors.CodegenError`);
+- ``hls/`` (targets ``hls`` and ``all``): the HLS C++ project of the solved design, one streaming
+  process per primitive (:mod:`dfopt.codegen.sam_hls`), with its data, test bench and ``Makefile``
+  (``make csim``, ``make csim-vitis``).
 
 The folder is written atomically (:func:`dfopt.io.write_folder_atomic`).
 """
@@ -82,5 +85,12 @@ def emit(instance: Any, solution: Any, out_dir: Any, options: Any = None) -> dic
                                + "; ".join(faults[:5]))
         files[f"{instance.name}.scala"] = text
         out["spatial"] = f"{instance.name}.scala"
+    if target in ("hls", "all"):
+        from dfopt.codegen.sam_hls.emit import hls_files
+
+        hls = hls_files(data, design, instance.name, getattr(options, "hls_depths", "iteration"))
+        files.update({f"hls/{k}": v for k, v in hls.pop("files").items()})
+        out["hls"] = {"dir": "hls", **{k: hls[k] for k in ("top", "processes")},
+                      "fifos": len(hls["streams"]), "depths": sum(hls["streams"].values())}
     out["files"] = write_folder_atomic(out_dir, files)
     return out
