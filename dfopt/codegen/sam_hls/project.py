@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dfopt.codegen.hls.build import DEFAULT_BUILD
+from dfopt.codegen.hls.build import BUILD_VITIS_RULE, DEFAULT_BUILD
 
 CLOCK_MHZ = 300.0   # the clock of dfopt's default HLS build (the U280 preset's)
 
@@ -109,12 +109,7 @@ build:
 csim: build
 \t@./csim data
 
-build-vitis:
-\t@if [ ! -f "$(VITIS_STREAM)/hls_stream.h" ]; then \\
-\t  echo "make csim-vitis: no hls_stream.h in '$(VITIS_STREAM)': set XILINX_HLS (a Vitis" \\
-\t    "install) or VITIS_STREAM=<folder with AMD's hls_stream.h>" >&2; exit 2; fi
-\t$(CXX) $(CXXFLAGS) -DALLOW_EMPTY_HLS_STREAM_READS -isystem "$(VITIS_STREAM)" -Iinclude $(SRCS) -o csim_vitis
-
+{build_vitis}
 csim-vitis: build-vitis
 \t@./csim_vitis data
 
@@ -129,7 +124,7 @@ clean:
 
 
 def makefile(name: str) -> str:
-    return MAKEFILE.format(name=name)
+    return MAKEFILE.format(name=name, build_vitis=BUILD_VITIS_RULE)
 
 
 def run_hls_tcl(name: str) -> str:
