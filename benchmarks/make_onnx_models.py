@@ -157,7 +157,8 @@ class Builder:
         positions 0..S-1, the angles concatenated twice, ``Cos`` and ``Sin``, unsqueezed to
         ``[1, 1, S, d]`` (all folded by the import)."""
         inv = self.init(f"{scope.strip('/').replace('/', '.')}.inv_freq",
-                        (1.0 / base ** (np.arange(0, d, 2, dtype=np.float32) / d)).astype(np.float32))
+                        # in float64, then rounded: float32 powers differ in the last bit between CPUs
+                        (1.0 / base ** (np.arange(0, d, 2, dtype=np.float64) / d)).astype(np.float32))
         pos = self.node("Constant", [], scope, value=numpy_helper.from_array(np.arange(seq, dtype=np.float32)))
         freqs = self.node("Mul", [self.node("Unsqueeze", [pos, self.ints([1], scope)], scope),
                                   self.node("Unsqueeze", [inv, self.ints([0], scope)], scope)], scope)

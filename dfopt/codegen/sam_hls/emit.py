@@ -36,7 +36,7 @@ def write_hls(data: Any, design: Any, out_dir: Any, name: str, depths: str = "it
     >>> out = write_hls(prepare(inst, make_options(inst)), sol.decision, pathlib.Path(tempfile.mkdtemp()) / "k",
     ...                 "spmv")
     >>> out["processes"][:3], out["streams"]["scan_A.1.crd->locate_x.0.crd"]
-    (['p_scan_A_0', 'p_scan_A_1', 'p_repeat_x_i'], 20)
+    (['p_scan_A_0', 'p_scan_A_1', 'p_repeat_x_i'], 79)
     """
     out = hls_files(data, design, name, depths)
     out["files"] = write_folder_atomic(out_dir, out["files"])
