@@ -95,6 +95,11 @@ def fake_model(tmp_path, monkeypatch):
     monkeypatch.setitem(registry.REGISTRY, "fifo", fake)
 
 
+# The outer timeout of the sleeping formulation covers the worker's start-up (importing dfopt) too:
+# long enough that the tiny instance finishes on a busy machine, short next to the 60 s sleep.
+SLOW_TIMEOUT = 10
+
+
 @pytest.fixture
 def suite_file(tmp_path):
     root = tmp_path / "root"
@@ -103,7 +108,7 @@ def suite_file(tmp_path):
     (root / "instances" / "bad.json").write_text(json.dumps(_instance("bad", width=3)))
     suite = {"name": "mini", "problem": "fifo", "root": ".",
              "instances": ["instances/*.json", "gen:fifo_random:n=8,seed=0"],
-             "formulations": ["fast", "slow"], "time_limit": 1, "timeout": {"slow": 2, "*": 60},
+             "formulations": ["fast", "slow"], "time_limit": 1, "timeout": {"slow": SLOW_TIMEOUT, "*": 60},
              "baseline": "fast", "metrics": {"total_depth": "fifo.total_depth", "makespan": "fifo.makespan"}}
     path = root / "mini.json"
     path.write_text(json.dumps(suite))
@@ -131,7 +136,7 @@ def test_suite_runs_end_to_end_with_timeout_and_errors(fake_model, suite_file, t
 
     slow = by_run["rand-n8-s0/slow/default/s0"]
     assert (slow["status"], slow["exit_class"], slow["objective"]) == ("timeout", "timeout", None)
-    assert 2.0 <= slow["wall_time_s"] < 30
+    assert SLOW_TIMEOUT <= slow["wall_time_s"] < 50
 
     tiny = by_run["tiny/fast/default/s0"]
     assert (tiny["status"], tiny["objective"], tiny["checks_ok"], tiny["checks_failed"]) == ("optimal", 8, True, [])
@@ -142,7 +147,8 @@ def test_suite_runs_end_to_end_with_timeout_and_errors(fake_model, suite_file, t
     assert tiny["peak_memory_mb"] > 1 and tiny["time_total_s"] >= 0
     assert tiny["versions"]["dfopt"] and tiny["versions"]["python"]
     assert tiny["parameters"]["time_limit"] == 1.0 and tiny["parameters"]["timeout"] == 60.0
-    assert by_run["tiny/slow/default/s0"]["checks_failed"] == ["simulated"]
+    tiny_slow = by_run["tiny/slow/default/s0"]
+    assert (tiny_slow["status"], tiny_slow["checks_failed"]) == ("optimal", ["simulated"]), tiny_slow.get("error")
     assert by_run["rand-n8-s0/fast/default/s0"]["n_kernels"] == 8
 
     assert "| fast | default | 3 | 2 | 0 | 0 | 1 |" in summary
