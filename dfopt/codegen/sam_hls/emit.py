@@ -46,13 +46,8 @@ def write_hls(data: Any, design: Any, out_dir: Any, name: str, depths: str = "it
 def hls_files(data: Any, design: Any, name: str, depths: str = "iteration") -> dict:
     """What :func:`write_hls` writes, not written: ``files`` (relative path -> text or bytes) and the
     same summary fields."""
-    from dfopt.ir.sparse.sam import lower
-    from dfopt.sim.sparse import run_streams
-
     top = ident(name)
-    methods = dict(design.coiteration) or {j: "bitvector" for j in data.sim.joiners}
-    graph = lower(data.concrete, methods, word_bits=data.machine.word_bits)
-    streams = run_streams(graph, data.tensors)
+    graph, streams = design_streams(data, design)
     output = data.sim.output
     if depths not in DEPTHS:
         raise ValueError(f"depths must be one of {', '.join(DEPTHS)}, not {depths!r}")
@@ -77,6 +72,20 @@ def hls_files(data: Any, design: Any, name: str, depths: str = "iteration") -> d
             "tokens": {s.name: int(streams[s.name].tokens) for s in graph.streams},
             "arrays": {s.name: s.memory for s in lay.operands + lay.results},
             "methods": dict(graph.methods)}
+
+
+def design_streams(data: Any, design: Any) -> tuple[Any, dict]:
+    """The primitive graph of ``design`` (its co-iteration methods, bit vectors where it names none)
+    and its streams run on the data: those of ``data``'s own run when it ran that graph
+    (:func:`dfopt.models.sparse.prepare_for_check`), else lowered and run here."""
+    from dfopt.ir.sparse.sam import lower
+    from dfopt.sim.sparse import run_streams
+
+    methods = dict(design.coiteration) or {j: "bitvector" for j in data.sim.joiners}
+    if data.graph is not None and dict(data.graph.methods) == methods and data.sim.runs:
+        return data.graph, data.sim.runs
+    graph = lower(data.concrete, methods, word_bits=data.machine.word_bits)
+    return graph, run_streams(graph, data.tensors)
 
 
 def _manifest(lay: Any, top: str, graph: Any) -> dict:

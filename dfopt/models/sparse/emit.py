@@ -61,7 +61,7 @@ def binding_table(data: Any, design: Any) -> str:
 
 
 def emit(instance: Any, solution: Any, out_dir: Any, options: Any = None) -> dict:
-    from dfopt.ir.sparse.sam import lower
+    from dfopt.codegen.sam_hls.emit import design_streams
     from dfopt.models.sparse import prepare_for_check
 
     design = solution.decision
@@ -69,8 +69,7 @@ def emit(instance: Any, solution: Any, out_dir: Any, options: Any = None) -> dic
     st = data.statement
     result = st.tensors[st.result]
     fname, blob = tensor_file(st.result, data.sim.result, all(k == "dense" for k in result.format.levels))
-    graph = lower(data.concrete, dict(design.coiteration) or {j: "bitvector" for j in data.sim.joiners},
-                  word_bits=data.machine.word_bits)
+    graph, _ = design_streams(data, design)
     files: dict = {fname: blob, "binding.md": binding_table(data, design), "graph.dot": graph.to_dot()}
     target = getattr(options, "target", "all")
     out: dict = {"out_dir": str(out_dir), "result": fname}

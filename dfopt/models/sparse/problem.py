@@ -42,6 +42,7 @@ class SparseData:
     baseline: Any = None
     baseline_estimate: Any = None
     extra: dict = field(default_factory=dict)
+    graph: Any = None              # the primitive graph ``sim`` ran
 
 
 def load_operands(statement: SparseStatement, base_dir: Path) -> dict:
@@ -160,7 +161,7 @@ def build(statement: SparseStatement, base_dir: Path, platform: Any, methods: di
     outer = m.par_choices(statement.outer_par or 1)
     vloop, bulk = schedule_effects(statement, concrete, sim)
     return SparseData(statement, operands, tensors, dims, concrete, sim, m, regions, ws_formats, inner, outer,
-                      vloop=vloop, bulk=bulk, sim_seconds=seconds)
+                      vloop=vloop, bulk=bulk, sim_seconds=seconds, graph=graph)
 
 
 LANE_PATTERNS = ("reduce", "foreach", "vector_mul")

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dfopt.ir.sparse.tensor import Coo, SparseTensor
 from dfopt.sim.sparse.facts import AccessFacts
@@ -28,7 +28,9 @@ class UnitCount:
 class SimResult:
     """A run: ``result`` (the left-hand side, assembled from the writers), ``streams`` (tokens per
     stream, stop and done tokens included), ``units`` (per primitive), ``joiners`` (per binary join),
-    ``arrays`` (access facts per array) and ``output`` (the result as the writers stored it)."""
+    ``arrays`` (access facts per array), ``output`` (the result as the writers stored it) and
+    ``runs`` (every stream's tokens as a :class:`~dfopt.sim.sparse.streams.Stream`, for the
+    emitters that size FIFOs from them)."""
 
     result: Coo
     streams: dict[str, int]
@@ -36,6 +38,7 @@ class SimResult:
     joiners: dict[str, JoinStats]
     arrays: dict[str, AccessFacts]
     output: SparseTensor
+    runs: dict = field(default_factory=dict, repr=False)
 
     @property
     def tokens(self) -> int:

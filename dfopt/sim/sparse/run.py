@@ -126,11 +126,12 @@ def simulate(graph: SamGraph, tensors: dict[str, SparseTensor]) -> SimResult:
     """
     c = graph.concrete
     ctx, outs, units = _run(graph, tensors)
-    streams = {s.name: outs[s.src][s.src_port].tokens for s in graph.streams}
+    runs = {s.name: outs[s.src][s.src_port] for s in graph.streams}
+    streams = {name: s.tokens for name, s in runs.items()}
     nests = {f"@{a.name}": (len(a.outer), tuple(c.loops.index(f) + 1 for f in a.holds)) for a in c.accumulators}
     arrays = {name: log.facts(c.loops, nests) for name, log in ctx.logs.items()}
     lhs = c.assignment.lhs
     fmt = c.formats[lhs.tensor]
     output = SparseTensor(lhs.tensor, tuple(c.dims[i] for i in lhs.indices), fmt,
                           [ctx.written[k] for k in range(fmt.rank)], ctx.written["vals"])
-    return SimResult(output.to_coo(), streams, units, dict(ctx.joins), arrays, output)
+    return SimResult(output.to_coo(), streams, units, dict(ctx.joins), arrays, output, runs)

@@ -29,10 +29,11 @@ EMPTY = -1          # SAM's empty reference N: a union input absent at a coordin
 class Stream:
     """One stream (see the module docstring); ``kind`` is ``crd``, ``ref``, ``val`` or ``bv``."""
 
-    __slots__ = ("kind", "data", "segs")
+    __slots__ = ("kind", "data", "segs", "_empty_above")
 
     def __init__(self, kind: str, data: np.ndarray, segs: tuple[np.ndarray, ...] = ()):
         self.kind, self.data, self.segs = kind, data, tuple(segs)
+        self._empty_above: int | None = None
 
     @property
     def depth(self) -> int:
@@ -49,9 +50,12 @@ class Stream:
 
     @property
     def empty_above(self) -> int:
-        """Empty fibres above the innermost level (below the root), each a stop token of its own."""
-        return int(sum(np.count_nonzero(self.segs[level][1:] == self.segs[level][:-1])
-                       for level in range(1, len(self.segs) - 1)))
+        """Empty fibres above the innermost level (below the root), each a stop token of its own
+        (counted once: a stream's structure does not change)."""
+        if self._empty_above is None:
+            self._empty_above = int(sum(np.count_nonzero(self.segs[level][1:] == self.segs[level][:-1])
+                                        for level in range(1, len(self.segs) - 1)))
+        return self._empty_above
 
     @property
     def tokens(self) -> int:
