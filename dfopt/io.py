@@ -20,11 +20,14 @@ folder where a design folder is asked for (unless ``--force``) are refused with 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TypeAlias
 
 from dfopt.errors import InstanceError
@@ -157,27 +160,40 @@ def write_folder_atomic(out_dir: StrPath, files: dict) -> list[str]:
     >>> write_folder_atomic(os.path.join(d, "out"), {"a.txt": "x", "sub/b.bin": b"y"})
     ['a.txt', 'sub/b.bin']
     """
-    out = os.path.abspath(os.fspath(out_dir))
-    parent, name = os.path.dirname(out), os.path.basename(out)
-    os.makedirs(parent, exist_ok=True)
-    sweep_stale(parent)
-    tmp = tempfile.mkdtemp(prefix=temp_prefix(name), dir=parent)
-    try:
+    with folder_atomic(out_dir) as tmp:
         for rel, content in files.items():
-            path = os.path.join(tmp, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as fh:
-                fh.write(content.encode() if isinstance(content, str) else content)
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return sorted(files)
+
+
+@contextlib.contextmanager
+def folder_atomic(out_dir: StrPath) -> Iterator[Path]:
+    """A temporary sibling of ``out_dir`` to fill: renamed to ``out_dir`` when the block ends
+    (replacing an existing folder), removed when it raises.
+
+    >>> d = tempfile.mkdtemp()
+    >>> with folder_atomic(os.path.join(d, "out")) as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> os.listdir(d), os.listdir(os.path.join(d, "out"))
+    (['out'], ['a.txt'])
+    """
+    out = Path(os.path.abspath(os.fspath(out_dir)))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(out.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
+    try:
+        yield tmp
         os.chmod(tmp, 0o777 & ~_umask())
-        if os.path.exists(out):
-            old = tempfile.mkdtemp(prefix=f".{name}.old-{os.getpid()}-", dir=parent)
-            os.rmdir(old)
-            os.rename(out, old)
-            os.rename(tmp, out)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}-", dir=out.parent))
+            old.rmdir()
+            out.rename(old)
+            tmp.rename(out)
             shutil.rmtree(old, ignore_errors=True)
         else:
-            os.rename(tmp, out)
+            tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return sorted(files)

@@ -41,10 +41,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +58,7 @@ from dfopt.codegen.hls.kernels import CTYPES, Port
 from dfopt.codegen.hls.region import Process, canonical_order, check_canonical
 from dfopt.errors import CodegenError
 from dfopt.instance.names import CXX_KEYWORDS
-from dfopt.io import sweep_stale, temp_prefix
+from dfopt.io import folder_atomic
 from dfopt.ir.channel import CHANNEL_BITS_MAX, channel, stream_vector
 from dfopt.ir.converter import same_stream
 from dfopt.ir.itensor import DTYPE_BITS
@@ -694,10 +692,7 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
     bank_of = assign_banks(ports, build)
     manifest = design.manifest(slots or {}, bank_of, build)
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale(out_dir.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out_dir.name), dir=out_dir.parent))
-    try:
+    with folder_atomic(out_dir) as tmp:
         files = {"kernels.h": design.kernels_h(), "kernels.cpp": design.kernels_cpp(),
                  "top.h": design.top_h(), "top.cpp": design.top_cpp(), "tb.cpp": _tb_cpp(opgraph, design.drams),
                  "csim.cpp": CSIM_CPP, "Makefile": makefile(build, floorplan is not None),
@@ -715,11 +710,6 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
         for h in HEADERS:
             shutil.copy(include_dir() / h, tmp / "include" / h)
         _write_data(opgraph, tmp / "data", seed, values, expected)
-        os.chmod(tmp, 0o755)
-        _replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     summary = {"out_dir": str(out_dir),
                "files": sorted(files) + [f"include/{h}" for h in HEADERS]
                + [f"data/{n}.bin" for n in opgraph.inputs] + [f"data/{n}.ref.bin" for n in opgraph.outputs],
@@ -734,15 +724,3 @@ def emit_design(opgraph: OpGraph, graph: DataflowGraph, depths: dict | None, out
         summary["dram_buffers"] = {buf: size for buf, _, size, _, _ in design.drams}
         summary["dram_processes"] = list(design.dram_procs)
     return summary
-
-
-def _replace(tmp: Path, out_dir: Path) -> None:
-    """Rename ``tmp`` to ``out_dir``, replacing an existing folder."""
-    if out_dir.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-{os.getpid()}-", dir=out_dir.parent))
-        old.rmdir()
-        out_dir.rename(old)
-        tmp.rename(out_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(out_dir)
