@@ -383,13 +383,13 @@ def _overrun_note(args: argparse.Namespace, limit: float, stats: dict) -> None:
 
 def _emit_line(problem: str, out_dir: str, written) -> str:
     if problem == "sparse":
-        spatial = f", the Spatial program to {out_dir}/{written['spatial']}" if written.get("spatial") else ""
+        targets = f", the Spatial program to {out_dir}/{written['spatial']}" if written.get("spatial") else ""
         if written.get("hls"):
             hls = written["hls"]
-            spatial += (f", the HLS C++ project to {out_dir}/hls ({len(hls['processes'])} processes, "
+            targets += (f", the HLS C++ project to {out_dir}/hls ({len(hls['processes'])} processes, "
                         f"{hls['fifos']} FIFOs; make -C {out_dir}/hls csim)")
         return (f"  result written to {out_dir}/{written['result']}, the binding table to {out_dir}/binding.md, "
-                f"the primitive graph to {out_dir}/graph.dot{spatial} (docs/sparse.md)")
+                f"the primitive graph to {out_dir}/graph.dot{targets} (docs/sparse.md)")
     if problem == "mapping":
         return (f"  MLIR-AIE written to {written['custom']} and {written['generic']}; run: make -C {out_dir} sim "
                 "(the functional model, docs/aie.md)")
