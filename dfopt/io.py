@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -89,6 +90,17 @@ def temp_prefix(name: str = "") -> str:
     return f".{name}.tmp-{os.getpid()}-" if name else f".dfopt-{os.getpid()}-"
 
 
+def _fresh(folder: StrPath, prefix: str, suffix: str = "") -> str:
+    """A name in ``folder`` that nothing has yet. The caller holds it *before* creating the file
+    or folder (``os.open`` with ``O_EXCL``, ``os.mkdir``), so that a signal between the creation
+    and the assignment cannot leave a temporary its cleanup does not know of (``mkstemp`` returns
+    the name only after creating it)."""
+    while True:
+        path = os.path.join(os.fspath(folder), f"{prefix}{secrets.token_hex(4)}{suffix}")
+        if not os.path.lexists(path):
+            return path
+
+
 def _parent(path: str, flag: str) -> str:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.exists(parent):
@@ -135,7 +147,13 @@ def write_bytes_atomic(path: StrPath, data: bytes) -> None:
         _SWEPT.add(folder)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(), suffix=".tmp", dir=folder)
+        while True:
+            tmp = _fresh(folder, temp_prefix(), ".tmp")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                break
+            except FileExistsError:     # taken since _fresh looked: another name
+                tmp = None
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -182,8 +200,9 @@ def folder_atomic(out_dir: StrPath) -> Iterator[Path]:
     out = Path(os.path.abspath(os.fspath(out_dir)))
     out.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale(out.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
+    tmp = Path(_fresh(out.parent, temp_prefix(out.name)))
     try:
+        tmp.mkdir(mode=0o700)
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
@@ -195,5 +214,6 @@ def folder_atomic(out_dir: StrPath) -> Iterator[Path]:
         else:
             tmp.rename(out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
