@@ -143,8 +143,8 @@ def test_a_thousand_nodes_agree():
 
 # --------------------------------------------------------------------- hypothesis
 @st.composite
-def random_dags(draw):
-    n = draw(st.integers(1, 12))
+def random_dags(draw, nodes=None):
+    n = draw(st.integers(1, 12)) if nodes is None else nodes
     m = draw(st.integers(0, 30))
     pairs = [tuple(sorted(draw(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))))) for _ in range(m)]
     pairs = [(a, b) for a, b in pairs if a != b]
@@ -188,3 +188,83 @@ def test_methods_agree_on_graphs_with_cycles(graph):
         except InfeasibleError:
             outcomes[method] = "infeasible"
     assert len(set(outcomes.values())) == 1, outcomes
+
+
+# -------------------------------------------------------------------------- hinges
+def hinge_value(s, hinges):
+    hs, hd, hb, hc = (np.asarray(a, dtype=float) for a in hinges)
+    hs, hd = hs.astype(int), hd.astype(int)
+    return float(hc @ np.maximum(0.0, s[hd] - s[hs] - hb)) if len(hs) else 0.0
+
+
+def solve_all_hinged(n, src, dst, lower, cost, hinges):
+    results = {m: solve_difference_lp(n, src, dst, lower, cost, method=m, hinges=hinges) for m in METHODS}
+    for r in results.values():
+        s = r.s
+        if len(src):
+            assert (s[np.asarray(dst, int)] - s[np.asarray(src, int)] >= np.asarray(lower) - 1e-6).all()
+        linear = float(np.asarray(cost, float) @ (s[np.asarray(dst, int)] - s[np.asarray(src, int)])) if len(src) else 0.0
+        assert r.objective == pytest.approx(linear + hinge_value(s, hinges), abs=1e-6)
+    objs = [r.objective for r in results.values()]
+    assert max(objs) - min(objs) <= 1e-6 * max(1.0, abs(objs[0])), objs
+    return results
+
+
+def brute_force(n, src, dst, lower, cost, hinges, radius):
+    """The least objective over integer s with s[0] = 0 and the others in [-radius, radius]."""
+    grids = np.meshgrid(*[np.arange(-radius, radius + 1)] * (n - 1), indexing="ij")
+    S = np.stack([np.zeros_like(grids[0]), *grids], axis=-1).reshape(-1, n).astype(float)
+    src, dst = np.asarray(src, int), np.asarray(dst, int)
+    diff = S[:, dst] - S[:, src]
+    ok = (diff >= np.asarray(lower, float)).all(axis=1)
+    value = diff @ np.asarray(cost, float)
+    hs, hd, hb, hc = (np.asarray(a) for a in hinges)
+    if len(hs):
+        value = value + np.maximum(0.0, S[:, hd.astype(int)] - S[:, hs.astype(int)] - hb) @ hc
+    return float(value[ok].min())
+
+
+def test_a_convex_cost_of_one_difference_is_least_at_its_kink():
+    # cost of d = s1 - s0 >= 0: d through 2 free, then slope 1, then slope 4 beyond 6; the arc asks d >= 3
+    r = solve_all_hinged(2, [0], [1], [3], [0], ([0, 0], [1, 1], [2, 6], [1, 3]))
+    assert r["flow"].objective == 1.0 and r["flow"].s.tolist() == [0.0, 3.0]
+    # a pull on the other side: s1 - s0 costs -1 per unit from the other arc, so d runs to the kink at 2
+    r = solve_all_hinged(3, [0, 1], [1, 2], [0, 0], [0, 1], ([0, 0], [1, 1], [2, 6], [1, 3]))
+    assert r["flow"].objective == 0.0
+
+
+def test_hinge_faults_are_named():
+    with pytest.raises(InstanceError, match="hinges: cost: expected cost >= 0"):
+        solve_difference_lp(2, [0], [1], [0], [1], hinges=([0], [1], [0], [-1]))
+    with pytest.raises(InstanceError, match="hinges: dst: node indices"):
+        solve_difference_lp(2, [0], [1], [0], [1], hinges=([0], [2], [0], [1]))
+    with pytest.raises(InstanceError, match="four arrays"):
+        solve_difference_lp(2, [0], [1], [0], [1], hinges=([0], [1]))
+
+
+@st.composite
+def hinged_dags(draw, nodes=None):
+    n, src, dst, lower, cost = draw(random_dags(nodes))
+    h = draw(st.integers(0, 12))
+    pairs = [draw(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))) for _ in range(h)]
+    hs, hd = [a for a, _ in pairs], [b for _, b in pairs]
+    hb = [draw(st.integers(-10, 25)) for _ in pairs]
+    hc = [draw(st.integers(0, 4)) for _ in pairs]
+    return n, src, dst, lower, cost, (hs, hd, hb, hc)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hinged_dags())
+def test_methods_agree_with_hinges(case):
+    results = solve_all_hinged(*case)
+    for other in ("highs", "cvxpy"):  # flow returns the least optimal potentials
+        assert (results["flow"].s <= results[other].s + 1e-6).all()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hinged_dags(nodes=3))
+def test_flow_with_hinges_matches_brute_force_on_three_nodes(case):
+    n, src, dst, lower, cost, hinges = case
+    radius = int(sum(abs(x) for x in lower) + sum(abs(b) for b in hinges[2]) + 1)
+    r = solve_difference_lp(n, src, dst, lower, cost, method="flow", hinges=hinges)
+    assert r.objective == pytest.approx(brute_force(n, src, dst, lower, cost, hinges, radius))

@@ -5,7 +5,12 @@ and costs ``cost[e] >= 0`` per unit of that difference::
 
     minimise  sum_e cost[e] * (s[dst[e]] - s[src[e]])   s.t.  s[dst[e]] - s[src[e]] >= lower[e]
 
-``s`` is normalised so that its minimum over every weakly connected component is 0.
+Optional *hinges* ``h`` add convex piecewise-linear costs of differences (no constraint):
+``hinge_cost[h] * max(0, s[hinge_dst[h]] - s[hinge_src[h]] - hinge_break[h])``, so a sum of
+hinges on one pair is any convex piecewise-linear cost of its difference (slopes >= 0).
+
+``s`` is normalised so that its minimum over every weakly connected component (arcs and hinges)
+is 0.
 
 Methods (:data:`METHODS`):
 
@@ -13,18 +18,25 @@ Methods (:data:`METHODS`):
     The LP dual is a min-cost flow: maximise ``sum lower*f`` with node balance
     ``sum_in f - sum_out f = sum_in cost - sum_out cost`` and ``f >= 0``. OR-Tools
     ``SimpleMinCostFlow`` (cost scaling) solves it on integer data (floats are scaled exactly by
-    their common denominator, or rejected). Cost scaling slows down with the hop depth of the
-    graph, so implied shortcut arcs are added along the tight trees of the earliest and latest
-    starts, and nodes are numbered topologically. Optimal potentials come from complementary
-    slackness: arcs with flow are tight. Tight arcs are contracted (offsets along a BFS tree),
-    and one longest-path pass over the contracted graph in topological order (Bellman-Ford
-    inside any strongly connected part) gives the least optimal ``s``. No time limit: the flow
+    their common denominator, or rejected). A hinge is one arc of the flow, from its ``dst`` to its
+    ``src``, of capacity ``hinge_cost`` and gain ``-hinge_break`` (no node of its own). Cost
+    scaling slows down with the hop depth of the graph, so implied shortcut arcs are added along
+    the tight trees of the earliest and latest starts, and nodes are numbered topologically.
+    Optimal potentials come from complementary slackness: arcs with flow are tight; a hinge with
+    flow has its difference at least its break (equal below its capacity), one without at most
+    its break. Tight arcs are contracted
+    (offsets along a BFS tree), and one longest-path pass over the contracted graph in
+    topological order (Bellman-Ford inside any strongly connected part) gives the least optimal
+    ``s`` (hinges' upper limits added only where the pass breaks them, until none is broken:
+    :func:`dfopt.lp.potentials.hinge_potentials`). No time limit: the flow
     solver has none. Fastest by far on shallow DAGs; on deep pipeline-like DAGs ``highs`` can
     be faster (``benchmarks/difference_speed.py``).
 ``highs``
-    The primal LP as a sparse matrix straight to highspy (dual simplex).
+    The primal LP as a sparse matrix straight to highspy (dual simplex); a hinge is a column
+    ``y >= 0, y >= difference - break`` of cost ``hinge_cost``.
 ``cvxpy``
-    The primal LP through cvxpy, built as one ``A @ s >= lower`` over the incidence matrix.
+    The primal LP through cvxpy, built as one ``A @ s >= lower`` over the incidence matrix, the
+    hinges as ``hinge_cost @ pos(H @ s - hinge_break)``.
 
 Every method checks feasibility first (a cycle with positive total ``lower`` raises
 :class:`~dfopt.errors.InfeasibleError` naming its arcs), checks the returned ``s`` against every
@@ -33,6 +45,13 @@ arc, and reports the objective recomputed from ``s``.
 >>> r = solve_difference_lp(3, [0, 1, 0], [1, 2, 2], [2, 3, 1], [1, 1, 4])
 >>> r.s.tolist(), r.objective
 ([0.0, 2.0, 5.0], 25.0)
+
+A hinge of slope 3 beyond a difference of 1 on the pair (0, 1), which costs 1 per unit and must
+be at least -5: the cost ``max(s1 - s0, 3 (s1 - s0) - 2)`` is least at ``s1 - s0 = -5``:
+
+>>> r = solve_difference_lp(2, [0], [1], [-5], [1], hinges=([0], [1], [1], [2]))
+>>> r.s.tolist(), r.objective
+([5.0, 0.0], -5.0)
 """
 
 from __future__ import annotations
@@ -50,7 +69,7 @@ from scipy.sparse import csgraph
 
 from dfopt.errors import InfeasibleError, InstanceError, SolverError, unknown_name_error
 from dfopt.ir.analyses import PositiveCycleError, longest_path_potentials
-from dfopt.lp.potentials import tight_potentials
+from dfopt.lp.potentials import hinge_potentials, tight_potentials
 
 __all__ = ["solve_difference_lp", "DifferenceResult", "METHODS", "incidence_matrix"]
 
@@ -66,6 +85,24 @@ class DifferenceResult:
     method: str
     wall_time_s: float
     stats: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class _Hinges:
+    """Validated hinge arrays (costless ones and self-loops removed: ``constant`` holds the
+    latter's cost)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    brk: np.ndarray
+    cost: np.ndarray
+    constant: float = 0.0
+
+    def value(self, s: np.ndarray) -> float:
+        return float(self.cost @ np.maximum(0.0, s[self.dst] - s[self.src] - self.brk)) + self.constant
+
+
+NO_HINGES = _Hinges(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -88,12 +125,16 @@ class _Arcs:
 
 def solve_difference_lp(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: npt.ArrayLike,
                         cost: npt.ArrayLike, method: str = "flow", *,
+                        hinges: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike, npt.ArrayLike] | None = None,
                         arc_names: Sequence[str] | None = None, time_limit: float = 60.0,
-                        lp_solver: str = "highs", seed: int = 0) -> DifferenceResult:
+                        lp_solver: str = "highs", seed: int = 0, shortcuts: bool = True) -> DifferenceResult:
     """Solve the difference-constraint LP (module docstring) with ``method``.
 
-    ``arc_names`` name the arcs in errors; ``time_limit`` bounds the ``highs`` and ``cvxpy``
-    methods; ``lp_solver`` and ``seed`` are the cvxpy solver of the ``cvxpy`` method and its seed.
+    ``hinges`` are ``(src, dst, break, cost)`` arrays (``cost >= 0``); ``arc_names`` name the
+    arcs in errors; ``time_limit`` bounds the ``highs`` and ``cvxpy`` methods; ``lp_solver`` and
+    ``seed`` are the cvxpy solver of the ``cvxpy`` method and its seed; ``shortcuts=False`` leaves
+    out the flow method's shortcut arcs (a graph whose arcs from one origin to every node already
+    give short paths solves faster without them).
 
     >>> solve_difference_lp(2, [0], [1], [3.5], [2.0], method="highs").objective
     7.0
@@ -102,18 +143,19 @@ def solve_difference_lp(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: n
         raise unknown_name_error("difference-LP method", method, METHODS)
     start = time.perf_counter()
     arcs = _validate(n, src, dst, lower, cost, arc_names)
+    hin = NO_HINGES if hinges is None else _validate_hinges(arcs.n, hinges)
     _check_feasible(arcs)
-    if not len(arcs.src):
+    if not len(arcs.src) and not len(hin.src):
         s, stats = np.zeros(arcs.n), {"trivial": True}  # no arcs: s = 0 is optimal
     elif method == "flow":
-        s, stats = _solve_flow(arcs)
+        s, stats = _solve_flow(arcs, hin, shortcuts)
     elif method == "highs":
-        s, stats = _solve_highs(arcs, time_limit)
+        s, stats = _solve_highs(arcs, hin, time_limit)
     else:
-        s, stats = _solve_cvxpy(arcs, time_limit, lp_solver, seed)
-    s = _normalise(arcs, s)
+        s, stats = _solve_cvxpy(arcs, hin, time_limit, lp_solver, seed)
+    s = _normalise(arcs, hin, s)
     _check_solution(arcs, s, method)
-    objective = float(arcs.cost @ (s[arcs.dst] - s[arcs.src]))
+    objective = float(arcs.cost @ (s[arcs.dst] - s[arcs.src])) + hin.value(s)
     dual = stats.get("dual_objective")
     if dual is not None and abs(objective - dual) > 1e-6 * max(1.0, abs(dual)):
         raise SolverError(f"the flow method's potentials give {objective:g} but the flow optimum is "
@@ -152,6 +194,31 @@ def _validate(n, src, dst, lower, cost, names) -> _Arcs:
         keep = ~loops
         arcs = _Arcs(int(n), src_a[keep], dst_a[keep], low_a[keep], cost_a[keep], np.flatnonzero(keep), names)
     return arcs
+
+
+def _validate_hinges(n: int, hinges) -> _Hinges:
+    if not (isinstance(hinges, (tuple, list)) and len(hinges) == 4):
+        raise InstanceError("hinges: expected four arrays (src, dst, break, cost)")
+    src, dst = (np.asarray(a, dtype=np.int64).ravel() for a in hinges[:2])
+    brk, cost = (np.asarray(a, dtype=np.float64).ravel() for a in hinges[2:])
+    m = len(src)
+    if not (len(dst) == len(brk) == len(cost) == m):
+        raise InstanceError(f"hinges: src, dst, break and cost must have one length, got "
+                            f"{m}, {len(dst)}, {len(brk)}, {len(cost)}")
+    for label, a in (("src", src), ("dst", dst)):
+        if m and (a.min() < 0 or a.max() >= n):
+            raise InstanceError(f"hinges: {label}: node indices must lie in 0..{n - 1}")
+    for label, values in (("break", brk), ("cost", cost)):
+        if not np.isfinite(values).all():
+            raise InstanceError(f"hinges: {label}: expected finite numbers, got {values[~np.isfinite(values)][0]}")
+    if (cost < 0).any():
+        h = int(np.flatnonzero(cost < 0)[0])
+        raise InstanceError(f"hinges: cost: expected cost >= 0 (a concave cost is not an LP), got {cost[h]} on "
+                            f"hinge {h}")
+    loop = src == dst
+    constant = float(cost[loop] @ np.maximum(0.0, -brk[loop]))
+    keep = ~loop & (cost > 0)
+    return _Hinges(src[keep], dst[keep], brk[keep], cost[keep], constant)
 
 
 def _infeasible(arcs: _Arcs, cycle) -> InfeasibleError:
@@ -197,35 +264,45 @@ def _integer_scale(values: np.ndarray, label: str) -> tuple[np.ndarray, int]:
     return scaled.astype(np.int64), k
 
 
-def _solve_flow(arcs: _Arcs) -> tuple[np.ndarray, dict]:
+def _solve_flow(arcs: _Arcs, hin: _Hinges, shortcuts: bool = True) -> tuple[np.ndarray, dict]:
     from ortools.graph.python import min_cost_flow
 
-    low_i, low_k = _integer_scale(arcs.lower, "lower")
-    cost_i, cost_k = _integer_scale(arcs.cost, "cost")
+    m, H = len(arcs.src), len(hin.src)
+    low_all, low_k = _integer_scale(np.r_[arcs.lower, hin.brk], "lower")
+    cost_all, cost_k = _integer_scale(np.r_[arcs.cost, hin.cost], "cost")
+    low_i, brk_i = low_all[:m], low_all[m:]
+    cost_i, cap_i = cost_all[:m], cost_all[m:]
     n = arcs.n
     t0 = time.perf_counter()
     asap = longest_path_potentials(n, arcs.src, arcs.dst, low_i.astype(np.float64))
-    tails, heads, lows = _with_shortcuts(arcs, low_i, asap)
+    tails, heads, lows = _with_shortcuts(arcs, low_i, asap) if shortcuts else (arcs.src, arcs.dst, low_i)
     label = _flow_labels(arcs, asap)
     supply = (np.bincount(label[arcs.src], weights=cost_i, minlength=n)
               - np.bincount(label[arcs.dst], weights=cost_i, minlength=n)).astype(np.int64)
-    capacity = int(supply[supply > 0].sum())
+    capacity = int(supply[supply > 0].sum()) + int(cap_i.sum())
     mcf = min_cost_flow.SimpleMinCostFlow()
     ids = mcf.add_arcs_with_capacity_and_unit_cost(
         label[tails].astype(np.int32), label[heads].astype(np.int32),
         np.full(len(tails), capacity, dtype=np.int64), -lows)
+    hids = mcf.add_arcs_with_capacity_and_unit_cost(
+        label[hin.dst].astype(np.int32), label[hin.src].astype(np.int32), cap_i, brk_i)
     mcf.set_nodes_supplies(np.arange(n, dtype=np.int32), supply)
     t1 = time.perf_counter()
     status = mcf.solve()
     if status != mcf.OPTIMAL:
         raise SolverError(f"min-cost flow returned {status}; try method='highs'")
     flow = mcf.flows(ids)
+    hflow = mcf.flows(hids) if H else np.zeros(0, dtype=np.int64)
     t2 = time.perf_counter()
-    s_int = tight_potentials(n, tails, heads, lows.astype(np.float64), flow > 0)
+    if H:
+        s_int, rounds = hinge_potentials(n, tails, heads, lows.astype(np.float64), flow > 0, hin.src, hin.dst,
+                                         brk_i.astype(np.float64), hflow, cap_i)
+    else:
+        s_int, rounds = tight_potentials(n, tails, heads, lows.astype(np.float64), flow > 0), 0
     stats = {"prepare_time_s": t1 - t0, "flow_time_s": t2 - t1,
              "potentials_time_s": time.perf_counter() - t2, "tight_arcs": int((flow > 0).sum()),
-             "shortcut_arcs": len(tails) - len(arcs.src),
-             "dual_objective": float(lows @ flow) / (low_k * cost_k),
+             "shortcut_arcs": len(tails) - len(arcs.src), "hinges": H, "potential_rounds": rounds,
+             "dual_objective": (float(lows @ flow) - float(brk_i @ hflow)) / (low_k * cost_k) + hin.constant,
              "scale_lower": low_k, "scale_cost": cost_k}
     return s_int / low_k, stats
 
@@ -308,20 +385,23 @@ def _node_costs(arcs: _Arcs) -> np.ndarray:
             - np.bincount(arcs.src, weights=arcs.cost, minlength=arcs.n))
 
 
-def _solve_highs(arcs: _Arcs, time_limit: float) -> tuple[np.ndarray, dict]:
+def _solve_highs(arcs: _Arcs, hin: _Hinges, time_limit: float) -> tuple[np.ndarray, dict]:
     import highspy
 
     from dfopt.ilp.highs import new_highs
 
-    A = _incidence(arcs)
+    n, m, H = arcs.n, len(arcs.src), len(hin.src)
+    # rows: the arcs, then per hinge y_h - (s[dst] - s[src]) >= -break; columns: s, then y
+    A = sp.vstack([sp.hstack([_incidence(arcs), sp.csr_matrix((m, H))]),
+                   sp.hstack([-incidence_matrix(n, hin.src, hin.dst), sp.identity(H)])], format="csr")
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = arcs.n, len(arcs.src)
-    lp.col_cost_ = _node_costs(arcs)
-    lp.col_lower_, lp.col_upper_ = np.zeros(arcs.n), np.full(arcs.n, np.inf)
-    lp.row_lower_, lp.row_upper_ = arcs.lower, np.full(len(arcs.src), np.inf)
+    lp.num_col_, lp.num_row_ = n + H, m + H
+    lp.col_cost_ = np.r_[_node_costs(arcs), hin.cost]
+    lp.col_lower_, lp.col_upper_ = np.zeros(n + H), np.full(n + H, np.inf)
+    lp.row_lower_, lp.row_upper_ = np.r_[arcs.lower, -hin.brk], np.full(m + H, np.inf)
     mat = lp.a_matrix_
     mat.format_ = highspy.MatrixFormat.kRowwise
-    mat.num_col_, mat.num_row_ = arcs.n, len(arcs.src)
+    mat.num_col_, mat.num_row_ = n + H, m + H
     mat.start_, mat.index_, mat.value_ = A.indptr, A.indices, A.data
     h = new_highs()
     h.setOptionValue("time_limit", float(time_limit))
@@ -331,28 +411,33 @@ def _solve_highs(arcs: _Arcs, time_limit: float) -> tuple[np.ndarray, dict]:
     status = h.getModelStatus().name
     if status not in ("kOptimal", "kModelEmpty"):
         raise SolverError(f"HiGHS returned {status} on the difference LP (time limit {time_limit} s)")
-    s = np.asarray(h.getSolution().col_value, dtype=np.float64)
-    return _snap(arcs, s), {"status": status, "simplex_iterations": int(h.getInfo().simplex_iteration_count)}
+    s = np.asarray(h.getSolution().col_value, dtype=np.float64)[:n]
+    return _snap(arcs, hin, s), {"status": status, "simplex_iterations": int(h.getInfo().simplex_iteration_count)}
 
 
-def _solve_cvxpy(arcs: _Arcs, time_limit: float, lp_solver: str, seed: int) -> tuple[np.ndarray, dict]:
+def _solve_cvxpy(arcs: _Arcs, hin: _Hinges, time_limit: float, lp_solver: str,
+                 seed: int) -> tuple[np.ndarray, dict]:
     import cvxpy as cp
 
     from dfopt.lp.cvx import solve_problem
     from dfopt.results import Termination
 
     s = cp.Variable(arcs.n, name="s")
-    problem = cp.Problem(cp.Minimize(_node_costs(arcs) @ s), [_incidence(arcs) @ s >= arcs.lower, s >= 0])
+    objective = _node_costs(arcs) @ s
+    if len(hin.src):
+        objective = objective + hin.cost @ cp.pos(incidence_matrix(arcs.n, hin.src, hin.dst) @ s - hin.brk)
+    cons = [_incidence(arcs) @ s >= arcs.lower] if len(arcs.src) else []
+    problem = cp.Problem(cp.Minimize(objective), [*cons, s >= 0])
     result = solve_problem(problem, solver=lp_solver, time_limit=time_limit, seed=seed)
     if result.termination is not Termination.OPTIMAL or s.value is None:
         raise SolverError(f"cvxpy/{lp_solver} returned {result.termination.value} on the difference "
                           f"LP: {result.message}")
-    return _snap(arcs, np.asarray(s.value, dtype=np.float64)), dict(result.stats)
+    return _snap(arcs, hin, np.asarray(s.value, dtype=np.float64)), dict(result.stats)
 
 
-def _snap(arcs: _Arcs, s: np.ndarray) -> np.ndarray:
+def _snap(arcs: _Arcs, hin: _Hinges, s: np.ndarray) -> np.ndarray:
     """Round to integers when the data are integers and the LP vertex is integral to 1e-6."""
-    if np.all(arcs.lower == np.round(arcs.lower)):
+    if np.all(arcs.lower == np.round(arcs.lower)) and np.all(hin.brk == np.round(hin.brk)):
         r = np.round(s)
         if np.abs(s - r).max(initial=0.0) <= 1e-6:
             return r
@@ -360,11 +445,13 @@ def _snap(arcs: _Arcs, s: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------- finishing
-def _normalise(arcs: _Arcs, s: np.ndarray) -> np.ndarray:
-    """Shift ``s`` so that its minimum over each weakly connected component is 0."""
+def _normalise(arcs: _Arcs, hin: _Hinges, s: np.ndarray) -> np.ndarray:
+    """Shift ``s`` so that its minimum over each weakly connected component (of the arcs and the
+    hinges: a hinge's cost depends on its pair's difference) is 0."""
     if not arcs.n:
         return s
-    graph = sp.csr_matrix((np.ones(len(arcs.src)), (arcs.src, arcs.dst)), shape=(arcs.n, arcs.n))
+    tails, heads = np.r_[arcs.src, hin.src], np.r_[arcs.dst, hin.dst]
+    graph = sp.csr_matrix((np.ones(len(tails)), (tails, heads)), shape=(arcs.n, arcs.n))
     ncomp, comp = csgraph.connected_components(graph, directed=False)
     mins = np.full(ncomp, np.inf)
     np.minimum.at(mins, comp, s)

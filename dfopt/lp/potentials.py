@@ -15,7 +15,10 @@ from scipy.sparse import csgraph
 from dfopt.errors import SolverError
 from dfopt.ir.analyses import longest_path_potentials
 
-__all__ = ["tight_potentials"]
+__all__ = ["tight_potentials", "hinge_potentials"]
+
+#: rounds of :func:`hinge_potentials` that add the hinges' broken upper limits before it adds all
+HINGE_ROUNDS = 50
 
 
 def tight_potentials(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: npt.ArrayLike,
@@ -77,3 +80,43 @@ def _tree_steps(n: int, src, dst, lower, pred, order) -> np.ndarray:
     q = np.searchsorted(keys, p * width + v)
     q = np.minimum(q, len(keys) - 1)
     return np.where(at_root, 0.0, vals[q])
+
+
+def hinge_potentials(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: npt.ArrayLike, tight: npt.ArrayLike,
+                     h_src: npt.ArrayLike, h_dst: npt.ArrayLike, h_break: npt.ArrayLike, h_flow: npt.ArrayLike,
+                     h_cap: npt.ArrayLike) -> tuple[np.ndarray, int]:
+    """:func:`tight_potentials` with hinges (:mod:`dfopt.lp.difference`) whose dual flow is
+    ``h_flow`` of ``h_cap``: a hinge with flow keeps its difference at least its break (equal to
+    it below the capacity), one without at most its break. The lower limits are arcs from the
+    start; an upper limit (an arc against the graph's direction, which may close cycles) is added
+    only once the potentials break it, round after round, and after :data:`HINGE_ROUNDS` rounds
+    all of them at once. The least potentials of a subset of the constraints that meet them all
+    are the least of all of them. Returns the potentials and the rounds taken.
+
+    >>> s, rounds = hinge_potentials(2, [0], [1], [-5], [True], [0], [1], [1], [0], [2])
+    >>> s.tolist(), rounds
+    ([5.0, 0.0], 1)
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    lower, tight = np.asarray(lower, dtype=np.float64), np.asarray(tight, dtype=bool)
+    h_src, h_dst = np.asarray(h_src, dtype=np.int64), np.asarray(h_dst, dtype=np.int64)
+    h_break = np.asarray(h_break, dtype=np.float64)
+    h_flow, h_cap = np.asarray(h_flow), np.asarray(h_cap)
+    has = h_flow > 0
+    partial = has & (h_flow < h_cap)
+    free = ~has                               # at most the break
+    tails, heads = np.r_[src, h_src[has]], np.r_[dst, h_dst[has]]
+    lows, tights = np.r_[lower, h_break[has]], np.r_[tight, partial[has]]
+    tol = 1e-7 * max(1.0, float(np.abs(np.r_[lower, h_break]).max(initial=0.0)))
+    added = np.zeros(len(h_src), dtype=bool)
+    for rounds in range(1, HINGE_ROUNDS + 2):
+        if rounds > HINGE_ROUNDS:
+            added = free.copy()
+        up = np.flatnonzero(added)
+        s = tight_potentials(n, np.r_[tails, h_dst[up]], np.r_[heads, h_src[up]], np.r_[lows, -h_break[up]],
+                             np.r_[tights, np.zeros(len(up), dtype=bool)])
+        broken = free & ~added & (s[h_dst] - s[h_src] > h_break + tol)
+        if not broken.any():
+            return s, rounds
+        added |= broken
+    raise SolverError("complementary slackness failed: the hinges' limits are inconsistent")

@@ -22,11 +22,11 @@ Its convex relaxation replaces each step function by the lower convex envelope o
 ``(theta_N, N + 1)`` at a set of levels N (:data:`LEVELS`; a subset of the corners still gives a
 function below the step function), with slopes rounded *down* to multiples of
 ``1 / SLOPE_GRID`` (still below, still convex). A convex piecewise-linear cost of a difference is
-a sum of hinges ``max(0, tau - b)``, each one auxiliary node ``q`` with ``t_q >= t_u`` (the cost
-``slope step x (t_q - t_u)``) and ``t_q >= t_v - b``; the windows go through an origin ``a``
-(``t_k - t_a >= lo_k``) and a horizon ``w`` (``t_w - t_k >= -hi_k``) with ``C x max(0, t_w - t_a)``
-(one more node): the arcs stay acyclic, and :func:`dfopt.lp.solve_difference_lp` solves the LP by
-its min-cost-flow dual with integer start times. Its optimum (plus the constants) is a lower bound
+a sum of hinges ``slope step x max(0, tau - b)`` (hinges of :func:`dfopt.lp.solve_difference_lp`:
+one capacitated arc of its min-cost-flow dual each, no node); the windows go through an origin
+``a`` (``t_k - t_a >= lo_k``) and a horizon ``w`` (``t_w - t_k >= -hi_k``) with the hinge
+``C x max(0, t_w - t_a)``: the arcs stay acyclic, and the LP is solved by its min-cost-flow dual
+with integer start times. Its optimum (plus the constants) is a lower bound
 on the objective of *every* shift of ``beta`` that keeps the windows: the relaxed cost is below the
 exact one everywhere on the windows, and the penalty is zero there. The exact depths at the LP's
 start times are the answer (verified by the checker from the stored shifts).
@@ -240,22 +240,24 @@ def solve_shifts(prog: EventProgram, beta: np.ndarray, makespan: int, weights: n
     win = windows(prog, beta, makespan)
     sampled = sampled_thresholds(prog, beta) if sampled is None else sampled
     xs, ys, ptr = lower_hull(*corners(prog, win, sampled, right_end))
-    arcs = _arcs(prog, win, xs, ys, ptr, np.asarray(weights, dtype=float))
-    n, src, dst, low, cost, const = arcs
-    res = solve_difference_lp(n, src, dst, low, cost, method="flow")
+    n, src, dst, low, cost, hinges, const = _arcs(prog, win, xs, ys, ptr, np.asarray(weights, dtype=float))
+    res = solve_difference_lp(n, src, dst, low, cost, method="flow", hinges=hinges, shortcuts=False)
     s = np.rint(res.s).astype(np.int64)
     K = prog.n_kernels
     shift = s[:K] - s[K]
-    stats = {"lp_nodes": n, "lp_arcs": len(src), "lp_pieces": int(len(xs) - (len(ptr) - 1)),
+    stats = {"lp_nodes": n, "lp_arcs": len(src), "lp_hinges": len(hinges[0]),
+             "lp_pieces": int(len(xs) - (len(ptr) - 1)),
              "lp_flow_time_s": res.stats.get("flow_time_s"), "lp_time_s": res.wall_time_s,
              "penalty": int(max(0, s[K + 1] - s[K]))}
     return ShiftLP(shift, float(res.objective) + const, stats)
 
 
 def _arcs(prog: EventProgram, win: ShiftWindows, xs, ys, ptr, weights):
-    """The acyclic arcs of the relaxed LP (module docstring): nodes 0..K-1 the kernels, K the
-    origin, K+1 the horizon, K+2 the penalty node, then one node per hinge. Returns (n, src,
-    dst, lower, cost, constant), costs on the ``1 / SLOPE_GRID`` grid."""
+    """The acyclic arcs and the hinges of the relaxed LP (module docstring): nodes 0..K-1 the
+    kernels, K the origin, K+1 the horizon; a hinge ``max(0, tau - b)`` of a stream is a hinge of
+    :func:`dfopt.lp.solve_difference_lp` (one capacitated arc of its flow, no node), the
+    horizon's overrun one more. Returns (n, src, dst, lower, cost, hinges, constant), costs on the
+    ``1 / SLOPE_GRID`` grid."""
     K, S = prog.n_kernels, prog.n_streams
     npts = np.diff(ptr)
     seg = np.repeat(np.arange(S), npts)
@@ -275,16 +277,15 @@ def _arcs(prog: EventProgram, win: ShiftWindows, xs, ys, ptr, weights):
     const = float((weights * (ys[first] - base_slope * xs[first])).sum())
     hinge = p[not_first_piece]
     hs = seg[hinge]
-    H = len(hinge)
-    q = K + 3 + np.arange(H)
     # the horizon's penalty outweighs what every stream could gain per cycle of overrun
     big = float((w * np.abs(slope)).sum() + weights.sum() + 1)
-    src = np.concatenate([prog.src, prog.src[hs], prog.dst[hs], np.full(K, K), np.arange(K), [K, K + 1]])
-    dst = np.concatenate([prog.dst, q, q, np.arange(K), np.full(K, K + 1), [K + 2, K + 2]])
-    low = np.concatenate([win.lower, np.zeros(H), -xs[hinge - 1], win.lo, -win.hi, [0, 0]]).astype(float)
-    cost = np.concatenate([weights * base_slope, (w * step)[not_first_piece], np.zeros(H), np.zeros(2 * K),
-                           [big, 0.0]])
-    return K + 3 + H, src, dst, low, cost, const
+    src = np.concatenate([prog.src, np.full(K, K), np.arange(K)])
+    dst = np.concatenate([prog.dst, np.arange(K), np.full(K, K + 1)])
+    low = np.concatenate([win.lower, win.lo, -win.hi]).astype(float)
+    cost = np.concatenate([weights * base_slope, np.zeros(2 * K)])
+    hinges = (np.r_[prog.src[hs], K], np.r_[prog.dst[hs], K + 1], np.r_[xs[hinge - 1], 0].astype(float),
+              np.r_[(w * step)[not_first_piece], big])
+    return K + 2, src, dst, low, cost, hinges, const
 
 
 def shifted(prog: EventProgram, beta: np.ndarray, shift: np.ndarray) -> np.ndarray:
