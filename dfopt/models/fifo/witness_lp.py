@@ -73,7 +73,7 @@ def _solve(data: FifoData, options: Options, ph: progress.Phase) -> tuple[Candid
     t = time.perf_counter()
     answer = shifts.solve_shifts(prog, beta, fam.makespan, weights, right_end=False, sampled=sampled)
     info.update(answer_lp_time_s=time.perf_counter() - t, lp_nodes=answer.stats["lp_nodes"],
-                lp_arcs=answer.stats["lp_arcs"])
+                lp_arcs=answer.stats["lp_arcs"], lp_hinges=answer.stats["lp_hinges"])
     t = time.perf_counter()
     best = _shifted_candidate(data, base, answer.shift)
     info["evaluate_time_s"] = time.perf_counter() - t
