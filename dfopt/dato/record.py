@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dfopt.dato.dsl_types import _DSL_FILES, ElemType, Stream, StreamType, _fail, _positive, layout_text
+from dfopt.dato.dsl_types import _CURRENT, _DSL_FILES, ElemType, Stream, StreamType, _fail, _positive, layout_text
 
 _DSL_FILES.add(__file__)
 
@@ -37,6 +37,10 @@ class Op:
     file: str = ""
     block: tuple = ()  # load / store: the tensor block, (count, index) per axis
     bytes: int = 0  # load / store: the block's bytes
+    reads: tuple = ()  # ids of the values it reads (Value.vid; None for a constant put)
+    out: int = -1  # id of the value it makes (-1: none)
+    fn: str = ""  # what it computes, for dfopt.dato.run: matmul, reduce_sum or the compute's name
+    axis: int = -1  # reduce: the tensor axis summed; allreduce: the grid axis
 
 
 @dataclass
@@ -152,7 +156,16 @@ class Recording:
     pending_uses: list = field(default_factory=list)
     chain_uses: list = field(default_factory=list)     # PendingUse: reduce_line is the allreduce's
     mismatches: list = field(default_factory=list)
+    views: dict = field(default_factory=dict)  # vid of a split chunk -> (vid it splits, axis, i, parts)
+    out_types: dict = field(default_factory=dict)  # vid -> element type (dtype) of the value an op makes
+    tensors: dict = field(default_factory=dict)  # name -> the Tensor loaded or stored
     _objects: dict = field(default_factory=dict, repr=False)
+    _vids: int = field(default=0, repr=False)
+
+    def new_vid(self) -> int:
+        """A fresh value id (the values of every instance share one numbering)."""
+        self._vids += 1
+        return self._vids - 1
 
     def stream(self, s: Stream) -> StreamRecord:
         known = self._objects.setdefault(s.name, s)
@@ -169,11 +182,11 @@ class Recording:
 class Value:
     """A traced value: no data, only its type, layout, concrete view and pending partial sums."""
 
-    __slots__ = ("owner", "elem", "layout", "view", "pending", "line", "chained")
+    __slots__ = ("owner", "elem", "layout", "view", "pending", "line", "chained", "vid")
 
     def __init__(self, owner: str, elem: ElemType | None, layout=None, view=None, pending=None, line=0,
-                 chained=None):
-        self.owner, self.elem, self.layout, self.view = owner, elem, layout, view
+                 chained=None, vid: int = -1):
+        self.owner, self.elem, self.layout, self.view, self.vid = owner, elem, layout, view, vid
         self.pending = dict(pending or {})  # grid axis -> line of the reduction
         self.line = line
         # grid axis -> line of an allreduce whose sum this (non-last) member of the chain does not hold
@@ -193,11 +206,16 @@ class Value:
                 or self.elem.shape[axis] % parts:
             _fail("shape", f"cannot split a value of type {self.elem} into {parts} chunks along axis {axis}")
         shape = tuple(n // parts if a == axis else n for a, n in enumerate(self.elem.shape))
+        rec = _CURRENT.get()
         out = []
         for i in range(parts):
             view = None if self.view is None else _refine(self.view, (axis, i, parts))
+            vid = -1
+            if rec is not None and self.vid >= 0:
+                vid = rec.rec.new_vid()
+                rec.rec.views[vid] = (self.vid, axis, i, parts)
             out.append(Value(self.owner, ElemType(self.elem.dtype, shape), self.layout, view, self.pending, self.line,
-                             self.chained))
+                             self.chained, vid))
         return out
 
     def __repr__(self) -> str:

@@ -47,6 +47,11 @@ _DSL_FILES.add(__file__)
 REDUCE_OPS = ("sum", "max", "min", "prod")
 
 
+def _vid(v: object) -> int | None:
+    """The id of a traced value; None for a constant (a Python number or None)."""
+    return v.vid if isinstance(v, Value) else None
+
+
 def _matrix(v: object) -> ElemType:
     """The element type of a traced 2-D value (matmul's operands)."""
     if not isinstance(v, Value) or v.elem is None or len(v.elem.shape) != 2:
@@ -86,7 +91,12 @@ class _Recorder:
         if elem is not None:
             key = (op.file, op.line)
             self.buffers[key] = max(self.buffers.get(key, 0), elem.bytes)
-        return Value(self.inst.name, elem, layout, view, pending, op.line, chained)
+            if op.out >= 0:
+                self.rec.out_types[op.out] = elem.dtype
+        return Value(self.inst.name, elem, layout, view, pending, op.line, chained, op.out)
+
+    def _new(self) -> int:
+        return self.rec.new_vid()
 
     def _own(self, value) -> None:
         if isinstance(value, Value) and value.owner != self.inst.name:
@@ -116,6 +126,9 @@ class _Recorder:
         return tuple(view)
 
     def _tile(self, tensor: Tensor, layout, chunk) -> tuple:
+        known = self.rec.tensors.setdefault(tensor.name, tensor)
+        if known is not tensor:
+            _fail("name", f"two different tensors are named {tensor.name!r}; give each tensor its own name")
         layout = tensor.layout if layout is None else _layout(layout, len(tensor.type.shape), f"tensor {tensor.name!r}")
         view = self._view(layout, chunk)
         shape = []
@@ -129,7 +142,7 @@ class _Recorder:
     # -- streams --------------------------------------------------------------------------
     def put(self, s: Stream, value: object) -> None:
         sr = self.rec.stream(s)
-        op = self._op("put", stream=s.name, work=1)
+        op = self._op("put", stream=s.name, work=1, reads=(_vid(value),))
         sr.producers.setdefault(self.inst.name, []).append(op.line)
         self._use(value, op, "put", s.name)
         elem = value.elem if isinstance(value, Value) else None
@@ -143,7 +156,7 @@ class _Recorder:
 
     def get(self, s: Stream, layout: Iterable[object] | None, chunk: tuple | None) -> Value:
         sr = self.rec.stream(s)
-        op = self._op("get", stream=s.name, work=1)
+        op = self._op("get", stream=s.name, work=1, out=self._new())
         sr.consumers.setdefault(self.inst.name, []).append(op.line)
         view = None
         if layout is not None:
@@ -155,12 +168,12 @@ class _Recorder:
     # -- tensors --------------------------------------------------------------------------
     def load(self, tensor: Tensor, layout: Iterable[object] | None, chunk: tuple | None) -> Value:
         layout, view, elem = self._tile(tensor, layout, chunk)
-        op = self._op("load", name=tensor.name, block=view, bytes=elem.bytes)
+        op = self._op("load", name=tensor.name, block=view, bytes=elem.bytes, out=self._new())
         return self._value(op, elem, layout, view)
 
     def store(self, tensor: Tensor, value: object, layout: Iterable[object] | None, chunk: tuple | None) -> None:
         layout, view, elem = self._tile(tensor, layout, chunk)
-        op = self._op("store", name=tensor.name, block=view, bytes=elem.bytes)
+        op = self._op("store", name=tensor.name, block=view, bytes=elem.bytes, reads=(_vid(value),))
         self._use(value, op, "store", tensor.name)
         if not isinstance(value, Value):
             return
@@ -187,7 +200,8 @@ class _Recorder:
         if not isinstance(work, int) or work < 0:
             _fail("work", f"compute {name!r}: expected work as a non-negative integer of cycles, got {work!r}")
         names = tuple(w.name if isinstance(w, Tensor) else str(w) for w in writes)
-        op = self._op("compute", name=name, work=work, writes=names)
+        op = self._op("compute", name=name, work=work, writes=names, reads=tuple(_vid(r) for r in reads),
+                      out=self._new(), fn=name)
         for r in reads:
             self._use(r, op, "compute", name)
         if out is None and first is not None:
@@ -199,7 +213,8 @@ class _Recorder:
         (m, k), (k2, n) = ea.shape, eb.shape
         if k != k2:
             _fail("shape", f"matmul of {a.elem} and {b.elem}: inner extents {k} and {k2} differ")
-        op = self._op("compute", name="gemm", work=m * k * n if work is None else work)
+        op = self._op("compute", name="gemm", work=m * k * n if work is None else work, reads=(a.vid, b.vid),
+                      out=self._new(), fn="matmul")
         self._use(a, op, "compute", "gemm")
         self._use(b, op, "compute", "gemm")
         layout = None if a.layout is None or b.layout is None else (a.layout[0], b.layout[1])
@@ -211,7 +226,8 @@ class _Recorder:
     def reduce(self, x: Value, axis: int) -> Value:
         if not isinstance(x, Value) or x.elem is None or not 0 <= axis < len(x.elem.shape):
             _fail("shape", f"reduce_sum over axis {axis} needs a traced value with that axis, got {x!r}")
-        op = self._op("reduce", name="sum", work=math.prod(x.elem.shape))
+        op = self._op("reduce", name="sum", work=math.prod(x.elem.shape), reads=(x.vid,), out=self._new(),
+                      fn="reduce_sum", axis=axis)
         self._use(x, op, "compute", "reduce_sum")
         pending: dict[int, int] = {}
         if x.layout is not None and isinstance(x.layout[axis], S):
@@ -228,7 +244,8 @@ class _Recorder:
                                 f"{len(self.grid)}-axis grid {list(self.grid)}")
         group = self._group(axis, x)
         work = math.prod(x.elem.shape) if isinstance(x, Value) and x.elem is not None else 1
-        op = self._op("allreduce", name=op_name, group=group.name, work=work)
+        op = self._op("allreduce", name=op_name, group=group.name, work=work, reads=(_vid(x),), out=self._new(),
+                      fn="allreduce", axis=axis)
         group.calls.setdefault(self.inst.name, []).append((op.line, op_name))
         if not isinstance(x, Value):
             return self._value(op, None)

@@ -1,0 +1,251 @@
+"""Run a recorded Dato program on data: what its tasks compute, in NumPy (the program's reference).
+
+Recording (:mod:`dfopt.dato.frontend`) keeps, per task instance, its ops in program order with the
+values each reads and makes (:attr:`~dfopt.dato.record.Op.reads`, :attr:`~dfopt.dato.record.Op.out`).
+:func:`run` executes those op lists as a process network: every instance runs its ops in order;
+a ``get`` waits for a token on its stream (streams are unbounded queues here: the program's
+numbers do not depend on the depths, which the static checks and the mapping size), a ``load``
+reads its tensor block, a ``store`` writes it, and an ``allreduce`` over grid axis ``k`` runs as a
+chain of partial sums along ``k``, as the mapping lowers it: the member at coordinate ``c`` holds
+the sum of the members ``0..c`` (the last holds the whole sum; the static checks refuse a use of
+the result on any other member), waiting for the member before it. When nothing can move before
+every instance has finished, :class:`RunError` names every blocked instance and what it waits
+for.
+
+What a compute op computes is named by its :attr:`~dfopt.dato.record.Op.fn` (:data:`FUNCTIONS`):
+``matmul`` (``matmul()``, float sums), ``reduce_sum``, the ``allreduce`` steps, and the computes
+``gelu`` (tanh form), ``exp``, ``relu``, ``add``, ``mul``, ``scale`` (``reads[0] * reads[1]``
+with the second a scalar or row vector); a compute named otherwise has no numbers here
+(:class:`RunError` naming it and the line). Values of type ``bf16`` are rounded to bf16 (nearest
+even) after every op, as the AIE kernels store them (:mod:`dfopt.codegen.aie.kernels`); ``f32``
+values are float32; sums are float32.
+
+>>> import numpy as np
+>>> from dfopt.dato.examples import gemm_program
+>>> rng = np.random.default_rng(0)
+>>> A, B = rng.standard_normal((64, 64)), rng.standard_normal((64, 64))
+>>> out = run(gemm_program(64, 2), {"A": A, "B": B})
+>>> from dfopt.reference import to_bf16
+>>> ref = to_bf16(A).astype(np.float32) @ to_bf16(B).astype(np.float32)
+>>> float(np.abs(out.tensors["C"] - ref).max()) < 1e-4, out.ops
+(True, 60)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dfopt.dato.frontend import Program, recording
+from dfopt.dato.record import Op, Recording, TaskInstance
+from dfopt.errors import DfoptError
+from dfopt.reference import to_bf16
+
+__all__ = ["run", "RunResult", "RunError", "FUNCTIONS"]
+
+
+class RunError(DfoptError):
+    """A program :func:`run` cannot run: missing data, a compute with no numbers, a deadlock."""
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float32)
+    c = np.float32(np.sqrt(2.0 / np.pi))
+    return np.float32(0.5) * x * (np.float32(1.0) + np.tanh(c * (x + np.float32(0.044715) * x * x * x)))
+
+
+def _scale(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    s = np.asarray(s, dtype=np.float32)
+    return x.astype(np.float32) * (s.reshape(s.shape + (1,) * (x.ndim - s.ndim)) if s.ndim else s)
+
+
+#: compute name -> (arity, the function of its reads); ``None`` arity: any number of reads
+FUNCTIONS: dict[str, tuple[int | None, Callable[..., np.ndarray]]] = {
+    "gelu": (1, _gelu),
+    "exp": (1, lambda x: np.exp(x.astype(np.float32))),
+    "relu": (1, lambda x: np.maximum(x.astype(np.float32), np.float32(0))),
+    "add": (None, lambda *xs: np.sum([x.astype(np.float32) for x in xs], axis=0, dtype=np.float32)),
+    "mul": (2, lambda a, b: a.astype(np.float32) * b.astype(np.float32)),
+    "scale": (2, _scale),
+}
+
+
+@dataclass
+class RunResult:
+    """What :func:`run` gives: every stored tensor (zeros where nothing was stored, with
+    ``written`` saying where), the ops run and the tokens each stream carried."""
+
+    tensors: dict
+    written: dict
+    ops: int
+    tokens: dict = field(default_factory=dict)
+
+
+def _round(values: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bf16":
+        return to_bf16(values)
+    if dtype in ("f32", "float32"):
+        return np.asarray(values, dtype=np.float32)
+    if dtype.startswith("i") or dtype.startswith("u"):
+        return np.asarray(values).astype(np.int64)
+    return np.asarray(values, dtype=np.float64)
+
+
+def _block(shape: tuple, block: tuple) -> tuple:
+    """The slices of a tensor of ``shape`` that the block ``(count, index)`` per axis names."""
+    return tuple(slice(i * (n // c), (i + 1) * (n // c)) for n, (c, i) in zip(shape, block))
+
+
+class _Instance:
+    def __init__(self, inst: TaskInstance):
+        self.inst, self.pc = inst, 0
+        self.env: dict[int, np.ndarray | None] = {}
+        self.allreduces = 0                  # allreduce calls done
+
+
+def run(program: Program | Recording, tensors: Mapping[str, np.ndarray]) -> RunResult:
+    """Run ``program`` (recorded now, or a recording) on ``tensors`` (every tensor it loads, by
+    name, at its declared shape; rounded to its element type). See the module docstring."""
+    rec = recording(program)
+    shapes, dtypes = _tensor_types(rec)
+    data = {}
+    for name in sorted(shapes):
+        if name in tensors:
+            arr = np.asarray(tensors[name])
+            if arr.shape != shapes[name]:
+                raise RunError(f"tensor {name!r}: expected shape {shapes[name]}, got {arr.shape}")
+            data[name] = _round(arr, dtypes[name])
+    loaded = {op.name for i in rec.instances.values() for op in i.ops if op.kind == "load"}
+    missing = sorted(loaded - set(data))
+    if missing:
+        raise RunError(f"no data for tensor(s) {', '.join(missing)} (given: {', '.join(sorted(tensors)) or 'none'})")
+    for name in shapes:
+        data.setdefault(name, np.zeros(shapes[name], dtype=np.float32))
+    written = {name: np.zeros(shapes[name], dtype=bool) for name in shapes}
+    queues: dict[str, deque] = {name: deque() for name in rec.streams}
+    tokens = dict.fromkeys(rec.streams, 0)
+    chains: dict[tuple[str, int], np.ndarray] = {}   # (instance, k-th allreduce) -> its prefix sum
+    states = [_Instance(i) for i in rec.instances.values()]
+    done = 0
+    while True:
+        moved = False
+        for st in states:
+            while st.pc < len(st.inst.ops):
+                op = st.inst.ops[st.pc]
+                if not _step(rec, st, op, data, written, queues, tokens, chains):
+                    break
+                st.pc += 1
+                done += 1
+                moved = True
+        if all(st.pc == len(st.inst.ops) for st in states):
+            return RunResult(data, written, done, tokens)
+        if not moved:
+            raise RunError("the program deadlocks: " + "; ".join(
+                _waiting(rec, st) for st in states if st.pc < len(st.inst.ops)))
+
+
+def _tensor_types(rec: Recording) -> tuple[dict, dict]:
+    """Each tensor's shape and element type, from the blocks its loads and stores name."""
+    shapes = {name: tuple(t.type.shape) for name, t in rec.tensors.items()}
+    return shapes, {name: t.type.dtype for name, t in rec.tensors.items()}
+
+
+def _value(rec: Recording, st: _Instance, vid: int | None):
+    if vid is None:
+        return None
+    if vid in st.env:
+        return st.env[vid]
+    if vid in rec.views:                      # a chunk of a split value
+        parent, axis, i, parts = rec.views[vid]
+        whole = _value(rec, st, parent)
+        n = whole.shape[axis] // parts
+        return whole[(slice(None),) * axis + (slice(i * n, (i + 1) * n),)]
+    raise RunError(f"instance {st.inst.name}: value {vid} is read before it is made")
+
+
+def _step(rec, st: _Instance, op: Op, data, written, queues, tokens, chains) -> bool:
+    """Run ``op`` of ``st``; False when it must wait."""
+    where = f"instance {st.inst.name} line {op.line}"
+    if op.kind == "get":
+        q = queues[op.stream]
+        if not q:
+            return False
+        st.env[op.out] = q.popleft()
+    elif op.kind == "put":
+        queues[op.stream].append(_value(rec, st, op.reads[0]))
+        tokens[op.stream] += 1
+    elif op.kind == "load":
+        tensor = data[op.name]
+        st.env[op.out] = tensor[_block(tensor.shape, op.block)].copy()
+    elif op.kind == "store":
+        tensor = data[op.name]
+        idx = _block(tensor.shape, op.block)
+        value = _value(rec, st, op.reads[0])
+        if value is None or np.shape(value) != tensor[idx].shape:
+            raise RunError(f"{where}: stores {np.shape(value)} into a {tensor[idx].shape} block of {op.name!r}")
+        tensor[idx] = _round(value, rec.tensors[op.name].type.dtype)
+        written[op.name][idx] = True
+    elif op.kind == "allreduce":
+        return _allreduce(rec, st, op, chains)
+    elif op.kind == "reduce":
+        x = _value(rec, st, op.reads[0])
+        total = np.asarray(np.sum(x.astype(np.float32), axis=op.axis, dtype=np.float32))
+        st.env[op.out] = _round(total, _dtype_of(rec, st, op))
+    elif op.kind == "compute":
+        st.env[op.out] = _compute(rec, st, op, where)
+    return True
+
+
+def _dtype_of(rec: Recording, st: _Instance, op: Op) -> str:
+    return rec.out_types.get(op.out, "f32")
+
+
+def _compute(rec, st: _Instance, op: Op, where: str):
+    args = [_value(rec, st, v) for v in op.reads]
+    if op.fn == "matmul":
+        a, b = args
+        out = a.astype(np.float32) @ b.astype(np.float32)
+    else:
+        spec = FUNCTIONS.get(op.fn)
+        if spec is None:
+            raise RunError(f"{where}: compute {op.fn!r} has no numbers here; the computes with numbers: "
+                           f"matmul, reduce_sum, allreduce, {', '.join(sorted(FUNCTIONS))}")
+        arity, fn = spec
+        if arity is not None and len(args) != arity:
+            raise RunError(f"{where}: compute {op.fn!r} reads {arity} value(s), got {len(args)}")
+        if any(a is None for a in args):
+            raise RunError(f"{where}: compute {op.fn!r} reads a constant; pass traced values")
+        out = fn(*args)
+    return _round(out, _dtype_of(rec, st, op))
+
+
+def _allreduce(rec, st: _Instance, op: Op, chains) -> bool:
+    group = rec.groups[op.group]
+    k = st.allreduces
+    me = group.members.index(st.inst.name)
+    x = _value(rec, st, op.reads[0])
+    if me == 0:
+        prefix = x.astype(np.float32)
+    else:
+        before = chains.get((group.members[me - 1], k))
+        if before is None:
+            return False
+        prefix = before.astype(np.float32) + x.astype(np.float32)
+    prefix = _round(prefix, _dtype_of(rec, st, op))
+    chains[(st.inst.name, k)] = prefix
+    st.env[op.out] = prefix
+    st.allreduces += 1
+    return True
+
+
+def _waiting(rec: Recording, st: _Instance) -> str:
+    op = st.inst.ops[st.pc]
+    if op.kind == "get":
+        return f"{st.inst.name} (line {op.line}) waits for a token on stream {op.stream!r}"
+    group = rec.groups[op.group]
+    me = group.members.index(st.inst.name)
+    return (f"{st.inst.name} (line {op.line}) waits in allreduce {op.group!r} for "
+            f"{group.members[me - 1]}'s partial sum")

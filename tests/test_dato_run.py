@@ -1,0 +1,126 @@
+"""dfopt.dato.run: recorded Dato programs run on data, against NumPy written independently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dfopt.dato.examples import attention_program, ffn_program, gemm_program
+from dfopt.dato.frontend import Program, R, S, Stream, StreamArray, Tensor, allreduce, compute, reduce_sum
+from dfopt.dato.run import RunError, run
+from dfopt.reference import to_bf16
+
+
+def _bf16(x):
+    return to_bf16(x).astype(np.float64)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from([1, 2, 4]), st.sampled_from([4, 8, 16]), st.booleans(), st.integers(0, 2**16))
+def test_gemm_computes_a_times_b_in_both_forms(grid, tile, loaders, seed):
+    size = grid * tile
+    rng = np.random.default_rng(seed)
+    A, B = rng.standard_normal((size, size)), rng.standard_normal((size, size))
+    out = run(gemm_program(size, grid, loaders=loaders), {"A": A, "B": B})
+    ref = _bf16(A) @ _bf16(B)
+    assert out.written["C"].all()
+    assert np.abs(out.tensors["C"] - ref).max() <= 1e-5 * np.abs(ref).max() * size
+
+
+def _gelu(h):
+    return 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h ** 3)))
+
+
+def test_ffn_computes_gelu_of_x_w1_times_w2_with_bf16_between_the_ops():
+    rng = np.random.default_rng(1)
+    X, W1, W2 = rng.standard_normal((64, 32)), rng.standard_normal((32, 64)) * 0.3, rng.standard_normal((64, 32)) * 0.2
+    out = run(ffn_program(tokens=64, d=32, hidden=64, chunks=2), {"X": X, "W1": W1, "W2": W2})
+    assert out.written["Y"].all()
+    # the program's rounding points: the bf16 product, gelu, each half's product, the chain's sum
+    g = _bf16(_gelu(_bf16(_bf16(X) @ _bf16(W1))))
+    halves = [_bf16(g[:, 32 * j:32 * (j + 1)] @ _bf16(W2)[32 * j:32 * (j + 1)]) for j in range(2)]
+    ref = _bf16(halves[0] + halves[1])
+    assert np.abs(out.tensors["Y"] - ref).max() <= 2 ** -7 * np.abs(ref).max()
+    # and within bf16's reach of the exact function
+    exact = _gelu(X @ W1) @ W2
+    assert np.abs(out.tensors["Y"] - exact).max() <= 0.03 * np.abs(exact).max()
+    # every stream carried what the recording says was put on it
+    rec = ffn_program(tokens=64, d=32, hidden=64, chunks=2).record()
+    assert out.tokens == {name: s.puts for name, s in rec.streams.items()}
+
+
+def _row_sums(shards: int) -> Program:
+    p = Program("row_sums")
+    X = Tensor("X", ("f32", (8, 16)), layout=[R, S(0)])
+    Y = Tensor("Y", ("f32", (8,)))
+
+    @p.task(mapping=[shards])
+    def part(i):
+        s = allreduce(reduce_sum(X.load(), axis=1), op="sum", axis=0)
+        if i == shards - 1:
+            Y.store(s)
+
+    return p
+
+
+@pytest.mark.parametrize("shards", [1, 2, 4])
+def test_an_allreduce_chain_leaves_the_whole_sum_on_its_last_member(shards):
+    X = np.arange(128, dtype=np.float64).reshape(8, 16)
+    out = run(_row_sums(shards), {"X": X})
+    assert out.tensors["Y"].tolist() == X.sum(axis=1).tolist()
+
+
+def test_a_compute_with_no_numbers_is_named_with_its_line():
+    with pytest.raises(RunError, match=r"instance gemm0_0 line \d+: compute 'gemm' has no numbers here"):
+        run(attention_program(), {n: np.zeros((256, 64)) for n in "QKV"})
+
+
+def test_missing_or_misshapen_data_is_refused():
+    with pytest.raises(RunError, match="no data for tensor\\(s\\) B"):
+        run(gemm_program(8, 2), {"A": np.zeros((8, 8))})
+    with pytest.raises(RunError, match="tensor 'A': expected shape \\(8, 8\\), got \\(4, 8\\)"):
+        run(gemm_program(8, 2), {"A": np.zeros((4, 8)), "B": np.zeros((8, 8))})
+
+
+def test_a_deadlock_names_every_waiting_instance():
+    p = Program("ring")
+    a = Stream("a", Stream[("f32", (4,)), 2])
+    b = Stream("b", Stream[("f32", (4,)), 2])
+    T = Tensor("T", ("f32", (4,)))
+
+    @p.task()
+    def ping():
+        a.put(compute("relu", reads=[b.get()]))
+
+    @p.task()
+    def pong():
+        b.put(compute("relu", reads=[a.get()]))
+        T.store(T.load())
+
+    with pytest.raises(RunError) as err:
+        run(p, {"T": np.zeros(4)})
+    text = str(err.value)
+    assert "ping (line" in text and "stream 'b'" in text and "pong (line" in text and "stream 'a'" in text
+
+
+def test_split_chunks_travel_as_their_rows():
+    p = Program("chunks")
+    X = Tensor("X", ("f32", (8, 4)))
+    Y = Tensor("Y", ("f32", (8, 4)))
+    pipe = StreamArray("pipe", Stream[("f32", (2, 4)), 2], shape=(1,))
+
+    @p.task()
+    def send():
+        for part in compute("exp", reads=[X.load()]).split(axis=0, parts=4):
+            pipe[0].put(part)
+
+    @p.task()
+    def recv():
+        for t in range(4):
+            Y.store(compute("relu", reads=[pipe[0].get()]), chunk=(0, t, 4))
+
+    X_data = np.linspace(-1, 1, 32).reshape(8, 4)
+    out = run(p, {"X": X_data})
+    assert np.allclose(out.tensors["Y"], np.exp(X_data), rtol=1e-6)
