@@ -254,6 +254,14 @@ def _finger(block: Block, name: str, side: str, src: Source) -> str:
     return reg
 
 
+def _at_finger(frame: Frame, src: Source, reg: str, flag: str) -> None:
+    """Bind the source's positions at its finger ``reg``, which advances (and the source with it)
+    where ``flag`` says the source is at the loop's coordinate."""
+    _bind_positions(frame, src.at(reg + ".value"))
+    frame.epilogue.append(f"{reg} := {reg}.value + mux({flag}, 1, 0)")
+    frame.epilogue.extend(src.advance(flag))
+
+
 def _merge(block: Block, env: Env, spec: LoopSpec, name: str, op: str, a: Source, b: Source) -> Frame:
     block.line(f"// {name}: two-finger merge of {a.name} and {b.name}, one step a cycle")
     fa, fb = _finger(block, name, "a", a), _finger(block, name, "b", b)
@@ -278,9 +286,7 @@ def _merge(block: Block, env: Env, spec: LoopSpec, name: str, op: str, a: Source
         flag = f"{name}_h{side}"
         body.line(f"val {flag} = {head} == {spec.index}")
         flags.append(flag)
-        _bind_positions(frame, src.at(f + ".value"))
-        frame.epilogue.append(f"{f} := {f}.value + mux({flag}, 1, 0)")
-        frame.epilogue.extend(src.advance(flag))
+        _at_finger(frame, src, f, flag)
     _presence(frame, name, op, (flags[0], flags[1]), (a, b))
     return frame
 
@@ -298,9 +304,7 @@ def _dense(block: Block, env: Env, spec: LoopSpec, name: str, op: str, a: Source
         f, flag = regs[side], f"{name}_h{side}"
         frame.block.line(f"val {flag} = {f}.value < {src.hi} && {src.peek(f + '.value')} == {spec.index}")
         flags.append(flag)
-        _bind_positions(frame, src.at(f + ".value"))
-        frame.epilogue.append(f"{f} := {f}.value + mux({flag}, 1, 0)")
-        frame.epilogue.extend(src.advance(flag))
+        _at_finger(frame, src, f, flag)
     _presence(frame, name, op, (flags[0], flags[1]), (a, b))
     return frame
 
