@@ -268,3 +268,20 @@ def test_flow_with_hinges_matches_brute_force_on_three_nodes(case):
     radius = int(sum(abs(x) for x in lower) + sum(abs(b) for b in hinges[2]) + 1)
     r = solve_difference_lp(n, src, dst, lower, cost, method="flow", hinges=hinges)
     assert r.objective == pytest.approx(brute_force(n, src, dst, lower, cost, hinges, radius))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hinged_dags())
+def test_hinge_potentials_all_limits_at_once_match_the_lazy_rounds(case):
+    """With no lazy rounds allowed, every hinge's upper limit goes in at once (cycles against the
+    graph's direction, Bellman-Ford inside them): the same least potentials."""
+    import dfopt.lp.potentials as pot
+
+    lazy = solve_difference_lp(*case[:5], method="flow", hinges=case[5])
+    saved = pot.HINGE_ROUNDS
+    pot.HINGE_ROUNDS = 0
+    try:
+        eager = solve_difference_lp(*case[:5], method="flow", hinges=case[5])
+    finally:
+        pot.HINGE_ROUNDS = saved
+    assert eager.s.tolist() == lazy.s.tolist() and eager.objective == lazy.objective
