@@ -193,13 +193,13 @@ def _step(rec, st: _Instance, op: Op, data, written, queues, tokens, chains) -> 
     elif op.kind == "reduce":
         x = _value(rec, st, op.reads[0])
         total = np.asarray(np.sum(x.astype(np.float32), axis=op.axis, dtype=np.float32))
-        st.env[op.out] = _round(total, _dtype_of(rec, st, op))
+        st.env[op.out] = _round(total, _out_dtype(rec, op))
     elif op.kind == "compute":
         st.env[op.out] = _compute(rec, st, op, where)
     return True
 
 
-def _dtype_of(rec: Recording, st: _Instance, op: Op) -> str:
+def _out_dtype(rec: Recording, op: Op) -> str:
     return rec.out_types.get(op.out, "f32")
 
 
@@ -219,7 +219,7 @@ def _compute(rec, st: _Instance, op: Op, where: str):
         if any(a is None for a in args):
             raise RunError(f"{where}: compute {op.fn!r} reads a constant; pass traced values")
         out = fn(*args)
-    return _round(out, _dtype_of(rec, st, op))
+    return _round(out, _out_dtype(rec, op))
 
 
 def _allreduce(rec, st: _Instance, op: Op, chains) -> bool:
@@ -234,7 +234,7 @@ def _allreduce(rec, st: _Instance, op: Op, chains) -> bool:
         if before is None:
             return False
         prefix = before.astype(np.float32) + x.astype(np.float32)
-    prefix = _round(prefix, _dtype_of(rec, st, op))
+    prefix = _round(prefix, _out_dtype(rec, op))
     chains[(st.inst.name, k)] = prefix
     st.env[op.out] = prefix
     st.allreduces += 1

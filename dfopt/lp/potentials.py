@@ -108,15 +108,17 @@ def hinge_potentials(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: npt.
     tails, heads = np.r_[src, h_src[has]], np.r_[dst, h_dst[has]]
     lows, tights = np.r_[lower, h_break[has]], np.r_[tight, partial[has]]
     tol = 1e-7 * max(1.0, float(np.abs(np.r_[lower, h_break]).max(initial=0.0)))
-    added = np.zeros(len(h_src), dtype=bool)
-    for rounds in range(1, HINGE_ROUNDS + 2):
-        if rounds > HINGE_ROUNDS:
-            added = free.copy()
+
+    def with_limits(added: np.ndarray) -> np.ndarray:
         up = np.flatnonzero(added)
-        s = tight_potentials(n, np.r_[tails, h_dst[up]], np.r_[heads, h_src[up]], np.r_[lows, -h_break[up]],
-                             np.r_[tights, np.zeros(len(up), dtype=bool)])
+        return tight_potentials(n, np.r_[tails, h_dst[up]], np.r_[heads, h_src[up]], np.r_[lows, -h_break[up]],
+                                np.r_[tights, np.zeros(len(up), dtype=bool)])
+
+    added = np.zeros(len(h_src), dtype=bool)
+    for rounds in range(1, HINGE_ROUNDS + 1):
+        s = with_limits(added)
         broken = free & ~added & (s[h_dst] - s[h_src] > h_break + tol)
         if not broken.any():
             return s, rounds
         added |= broken
-    raise SolverError("complementary slackness failed: the hinges' limits are inconsistent")
+    return with_limits(free), HINGE_ROUNDS + 1
