@@ -35,7 +35,8 @@ SPECS = [
     ("ffn-2x4", lambda: ffn_program(**FFN), "npu1", R24,
      "The FFN on 2 columns x 4 rows: 16 virtual nodes onto 8 tiles, so instances must be chained or bundled."),
     ("attention-4x4", attention_program, "npu1", R44,
-     "FlashAttention-style pipeline per query block (send_q -> gemm0 -> online softmax -> gemm1), 4 blocks of 64 "
+     "FlashAttention-style pipeline per query block (send_q -> gemm0 -> online softmax -> gemm1) in the AIE "
+     "kernels' ops, 4 blocks of 64 "
      "rows, head dimension 64: 16 virtual nodes on the 4x4 region."),
     ("attention-2x4", attention_program, "npu1", R24,
      "The attention pipeline on 2 columns x 4 rows: 16 virtual nodes onto 8 tiles."),

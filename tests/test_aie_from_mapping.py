@@ -245,3 +245,7 @@ def test_the_exact_models_answer_has_a_design_too():
     design = design_from_mapping(instance, solution)
     assert problems(design) == []
     assert len(design.cores) == solution.sections["mapping"]["tiles_used"]
+    use = dma_channels(design)       # never fewer channels than counted; more where ends fan out and in
+    for n in solution.sections["mapping"]["nodes"]:
+        got = use[tuple(n["tile"])]
+        assert len(got["in"]) >= len(n["channels"]["in"]) and len(got["out"]) >= len(n["channels"]["out"])

@@ -106,3 +106,30 @@ def test_online_softmax_over_blocks_is_softmax(tmp_path):
     e = np.exp(scores - scores.max(axis=1, keepdims=True))
     np.testing.assert_allclose(out, (e / e.sum(axis=1, keepdims=True)) @ np.concatenate(values), rtol=1e-5, atol=1e-6)
 
+
+
+def test_the_attention_programs_numbers_are_the_kernels(lib):
+    """dfopt.dato.run of the shipped attention program (the reference a mapped design must match)
+    against the compiled kernels called in the program's order, per query block: matmul_bt,
+    softmax_block (a fresh state first), rescale + matmul_acc after the first block, normalize."""
+    from dfopt.dato.examples import attention_program
+    from dfopt.dato.run import run
+
+    rng = np.random.default_rng(11)
+    Q, K, V = (to_bf16(rng.standard_normal((256, 64)).astype(np.float32) * 0.5) for _ in range(3))
+    out = run(attention_program(), {"Q": Q, "K": K, "V": V}).tensors["O"]
+    qk, sm = TileOp("matmul_bt", (64, 64, 64), (*BF, "f32")), TileOp("softmax_block", (64, 64), ("bf16",))
+    rs, pv = TileOp("rescale", (64, 64)), TileOp("matmul_acc", (64, 64, 64), (*BF, "f32"))
+    nz, b = TileOp("normalize", (64, 64), ("bf16",)), 64
+    zeros = np.zeros(b * b, np.float32)
+    for i in range(4):
+        q = Q[i * b:(i + 1) * b].reshape(-1)
+        m, l_, acc = np.full(b, -np.inf, np.float32), np.zeros(b, np.float32), np.zeros(b * b, np.float32)
+        for j in range(4):
+            k, v = K[j * b:(j + 1) * b].reshape(-1), V[j * b:(j + 1) * b].reshape(-1)
+            s = _call(lib, qk, [q, k, zeros])[2]
+            _, m, l_, p, alpha = _call(lib, sm, [s, m, l_, zeros, np.zeros(b, np.float32)])
+            acc = _call(lib, rs, [acc, alpha])[0]
+            acc = _call(lib, pv, [p, v, acc])[2]
+        got = _call(lib, nz, [acc, l_, zeros])[2].reshape(b, b)
+        np.testing.assert_allclose(got, out[i * b:(i + 1) * b], rtol=2 ** -7, atol=2 ** -12)

@@ -73,8 +73,82 @@ def test_an_allreduce_chain_leaves_the_whole_sum_on_its_last_member(shards):
 
 
 def test_a_compute_with_no_numbers_is_named_with_its_line():
-    with pytest.raises(RunError, match=r"instance gemm0_0 line \d+: compute 'gemm' has no numbers here"):
-        run(attention_program(), {n: np.zeros((256, 64)) for n in "QKV"})
+    p = Program("unknown")
+    X = Tensor("X", ("f32", (4, 4)))
+
+    @p.task()
+    def only():
+        X.store(compute("row_max", reads=[X.load()]))
+
+    with pytest.raises(RunError, match=r"instance only line \d+: compute 'row_max' has no numbers here"):
+        run(p, {"X": np.zeros((4, 4))})
+
+
+def _attention(q, k, v):
+    s = q @ k.T
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True) @ v
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from([1, 2, 4]), st.sampled_from([4, 16]), st.sampled_from([8, 32]), st.floats(0.1, 3.0),
+       st.integers(0, 2**16))
+def test_attention_in_the_kernels_ops_is_softmax_of_q_kt_times_v(blocks, rows, dim, spread, seed):
+    """The online softmax over key blocks equals the whole-row softmax (within bf16: P and O are
+    stored in bf16), whatever the number of blocks and the scores' spread."""
+    seq = blocks * rows
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.standard_normal((seq, dim)) * spread for _ in range(3))
+    out = run(attention_program(seq, dim, blocks), {"Q": Q, "K": K, "V": V})
+    ref = _attention(_bf16(Q), _bf16(K), _bf16(V))
+    assert out.written["O"].all()
+    assert np.abs(out.tensors["O"] - ref).max() <= 2 ** -6 * np.abs(_bf16(V)).max()
+
+
+def test_attention_runs_the_kernel_steps_in_order():
+    """Per query block: the running state after block j is the softmax state of the first j + 1 key
+    blocks, so gemm1's accumulator rescales what came before (checked on the shipped shape by
+    replaying the kernels' steps in NumPy: one softmax_block per key block, rescale, matmul_acc)."""
+    from dfopt.dato.run import FUNCTIONS
+
+    rng = np.random.default_rng(3)
+    Q, K, V = (_bf16(rng.standard_normal((256, 64)) * 0.5) for _ in range(3))
+    out = run(attention_program(), {"Q": Q, "K": K, "V": V})
+    softmax_block, b = FUNCTIONS["softmax_block"][1], 64
+    for i in range(4):
+        q, state, acc = Q[i * b:(i + 1) * b], [], None
+        for j in range(4):
+            s = (q.astype(np.float32) @ K[j * b:(j + 1) * b].astype(np.float32).T).astype(np.float32)
+            m, total, probs, alpha = softmax_block(s, *state, dtypes=("f32", "f32", "bf16", "f32"))
+            state = [m, total]
+            pv = probs.astype(np.float32) @ V[j * b:(j + 1) * b].astype(np.float32)
+            acc = pv if acc is None else acc * alpha[:, None] + pv
+        assert np.array_equal(out.tensors["O"][i * b:(i + 1) * b], to_bf16(acc / state[1][:, None]))
+
+
+def test_a_compute_with_several_results():
+    """``compute(..., out=[...])`` makes one value per type; its local buffer holds them all."""
+    p = Program("multi")
+    S_ = Tensor("S", ("f32", (4, 8)))
+    P_ = Tensor("P", ("bf16", (4, 8)))
+    L_ = Tensor("L", ("f32", (4,)))
+
+    @p.task()
+    def only():
+        m, total, probs, alpha = compute("softmax_block", reads=[S_.load()],
+                                         out=[("f32", (4,)), ("f32", (4,)), ("bf16", (4, 8)), ("f32", (4,))])
+        P_.store(probs)
+        L_.store(total)
+
+    rec = p.record()
+    op = next(o for o in rec.instances["only"].ops if o.kind == "compute")
+    assert len(op.outs) == 4 and op.out == op.outs[0] and op.work == 4 * 3 + 32
+    assert rec.instances["only"].local_bytes >= 3 * 16 + 64
+    s = np.linspace(-2, 2, 32).reshape(4, 8)
+    out = run(p, {"S": s})
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    assert np.allclose(out.tensors["P"], e, rtol=2 ** -8)
+    assert np.allclose(out.tensors["L"], out.tensors["P"].sum(axis=1), rtol=1e-6)
 
 
 def test_missing_or_misshapen_data_is_refused():
@@ -124,3 +198,30 @@ def test_split_chunks_travel_as_their_rows():
     X_data = np.linspace(-1, 1, 32).reshape(8, 4)
     out = run(p, {"X": X_data})
     assert np.allclose(out.tensors["Y"], np.exp(X_data), rtol=1e-6)
+
+
+def test_an_in_place_compute_takes_no_buffer_and_its_input_is_gone():
+    """``inplace=i``: the result has read i's type and buffer; reading the overwritten value again
+    is refused with both lines named (on hardware it no longer holds what it held)."""
+    from dfopt.dato.dsl_types import DatoError
+
+    def program(reuse: bool) -> Program:
+        p = Program("acc")
+        X = Tensor("X", ("f32", (4, 8)))
+        A = Tensor("A", ("f32", (4,)))
+
+        @p.task()
+        def only():
+            x = X.load()
+            y = compute("rescale", reads=[x, A.load()], inplace=0)
+            X.store(compute("relu", reads=[x if reuse else y]))
+
+        return p
+
+    rec = program(False).record()
+    ops = rec.instances["only"].ops
+    assert rec.instances["only"].local_bytes == 128 + 16 + 128       # x, the row factors, relu's result
+    out = run(program(False), {"X": np.ones((4, 8)) * -1, "A": np.array([1.0, -2.0, 3.0, -4.0])})
+    assert out.tensors["X"][:, 0].tolist() == [0.0, 2.0, 0.0, 4.0] and len(ops) == 5
+    with pytest.raises(DatoError, match=r"used after line \d+ overwrote it in place"):
+        program(True).record()

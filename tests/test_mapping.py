@@ -261,3 +261,15 @@ def test_checker_catches_bundles_of_different_sizes_on_one_tile(searched):
     got = _broken(sol, lambda s: s["physical"].update(ffn1_1_0=tile, ffn2_0_0=tile), "ffn-4x4")
     assert not got["mapping-legality"].ok
     assert any("bundles of different sizes (2 x ffn1, 1 x ffn2)" in x for x in got["mapping-legality"].details)
+
+
+def test_bundle_sizes_are_powers_of_two():
+    """Three softmax instances on one tile: a core loop of 3 iterations cannot move a third of a
+    32 KB FIFO per iteration, so the rule refuses it (the exact model's constraint, the brute force's
+    recount); 2 and 4 pass."""
+    from dfopt.models.mapping.evaluate import legality_faults
+
+    d = mapping_data(load(ROOT / "instances" / "mapping" / "attention-2x4.json"))
+    soft = [f"softmax_{i}" for i in range(4)]
+    assert any("powers of two" in f for f in legality_faults(d, soft[:3], "tile(1,2)"))
+    assert legality_faults(d, soft[:2], "tile(1,2)") == legality_faults(d, soft, "tile(1,2)") == []

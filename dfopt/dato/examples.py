@@ -119,11 +119,16 @@ def ffn_program(tokens: int = 256, d: int = 512, hidden: int = 1024, chunks: int
 
 
 def attention_program(seq: int = 256, dim: int = 64, blocks: int = 4) -> Program:
-    """FlashAttention-style pipeline per query block: send_q -> gemm0 -> online softmax -> gemm1.
+    """FlashAttention-style pipeline per query block: send_q -> gemm0 -> online softmax -> gemm1,
+    in the ops of the AIE kernels (:mod:`dfopt.codegen.aie.kernels`).
 
-    ``gemm0[i]`` computes the scores of query block i against each key block, ``softmax[i]`` turns
-    them into probabilities and rescale factors (running max and sum), ``gemm1[i]`` accumulates
-    P @ V and normalises. 16 instances, 16 streams, no collectives.
+    O = softmax(Q K^T) V row by row, with Q taken already scaled by 1/sqrt(dim) (a scale folded into
+    the Q projection). ``gemm0[i]`` computes the scores of query block i against each key block
+    (``matmul_bt``, float), ``softmax[i]`` runs the online softmax over them (``softmax_block``:
+    the running row max and sum, the block's probabilities in bf16 and the factor ``alpha`` that
+    rescales what came before) and sends the probabilities, every factor after the first block and
+    finally the row sums; ``gemm1[i]`` accumulates P @ V in float (``rescale`` then
+    ``matmul_acc``) and normalises by the row sums. 16 instances, 20 streams, no collectives.
     """
     p = Program("attention")
     b = seq // blocks
@@ -134,7 +139,9 @@ def attention_program(seq: int = 256, dim: int = 64, blocks: int = 4) -> Program
     q_pipe = StreamArray("q_pipe", Stream[("bf16", (b, dim)), 2], shape=(blocks,))
     s_pipe = StreamArray("s_pipe", Stream[("f32", (b, b)), 2], shape=(blocks,))
     p_pipe = StreamArray("p_pipe", Stream[("bf16", (b, b)), 2], shape=(blocks,))
-    m_pipe = StreamArray("m_pipe", Stream[("f32", (b,)), 4], shape=(blocks,))
+    a_pipe = StreamArray("a_pipe", Stream[("f32", (b,)), 2], shape=(blocks,))
+    l_pipe = StreamArray("l_pipe", Stream[("f32", (b,)), 1], shape=(blocks,))
+    row = ("f32", (b,))
 
     @p.task(mapping=[blocks])
     def send_q(i):
@@ -145,25 +152,33 @@ def attention_program(seq: int = 256, dim: int = 64, blocks: int = 4) -> Program
         q = q_pipe[i].get(layout=[S(0), R])
         for j in range(blocks):
             k = K.load(chunk=(0, j, blocks))
-            s_pipe[i].put(compute("gemm", work=b * dim * b, reads=[q, k], out=("f32", (b, b))))
+            s_pipe[i].put(compute("matmul_bt", work=b * dim * b, reads=[q, k], out=("f32", (b, b))))
 
     @p.task(mapping=[blocks])
     def softmax(i):
-        for _ in range(blocks):
+        state: list[Value] = []
+        for j in range(blocks):
             s = s_pipe[i].get()
-            m = compute("row_max", reads=[s], out=("f32", (b,)))
-            e = compute("exp", reads=[s, m], out=("bf16", (b, b)))
-            p_pipe[i].put(e)
-            m_pipe[i].put(compute("rescale", reads=[m, reduce_sum(e, axis=1)], out=("f32", (b,))))
+            m, total, probs, alpha = compute("softmax_block", work=3 * b * b, reads=[s, *state],
+                                             out=[row, row, ("bf16", (b, b)), row])
+            state = [m, total]
+            p_pipe[i].put(probs)
+            if j:                          # the first block has nothing to rescale
+                a_pipe[i].put(alpha)
+        l_pipe[i].put(state[1])
 
     @p.task(mapping=[blocks])
     def gemm1(i):
-        acc: list[Value] = []
+        acc = None
         for j in range(blocks):
-            probs, scale = p_pipe[i].get(), m_pipe[i].get()
+            probs = p_pipe[i].get()
             v = V.load(chunk=(0, j, blocks))
-            acc = [compute("gemm", work=b * b * dim, reads=[probs, v, scale] + acc, out=("f32", (b, dim)))]
-        Out.store(compute("normalize", reads=acc, out=("bf16", (b, dim))))
+            if acc is None:
+                acc = matmul(probs, v, out_dtype="f32")
+            else:
+                acc = compute("rescale", reads=[acc, a_pipe[i].get()], inplace=0)
+                acc = compute("matmul_acc", work=b * b * dim, reads=[probs, v, acc], inplace=2)
+        Out.store(compute("normalize", reads=[acc, l_pipe[i].get()], out=("bf16", (b, dim))))
 
     return p
 

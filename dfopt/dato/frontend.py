@@ -54,7 +54,7 @@ import inspect
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, overload
 
 from dfopt.dato.dsl_types import (
     _DSL_FILES,
@@ -111,10 +111,24 @@ def instance() -> tuple:
     return _context("instance").index
 
 
+@overload
+def compute(op: str, work: int | None = None, reads: object = (), writes: Iterable[object] = (), *,
+            out: list, inplace: None = None) -> tuple[Value, ...]: ...
+
+
+@overload
 def compute(op: str, work: int | None = None, reads: object = (), writes: Iterable[object] = (),
-            out: ElemType | str | tuple | None = None) -> Value:
-    """A compute placeholder of ``work`` cycles; returns its result (type ``out``, else the first read's)."""
-    return _context("compute").compute(op, work, reads, writes, out)
+            out: ElemType | str | tuple | None = None, inplace: int | None = None) -> Value: ...
+
+
+def compute(op: str, work: int | None = None, reads: object = (), writes: Iterable[object] = (),
+            out: ElemType | str | tuple | list | None = None, inplace: int | None = None) -> Value | tuple:
+    """The op ``op`` of ``work`` cycles (default: the elements it makes) on ``reads``; returns its
+    result (type ``out``, else the first read's), or, when ``out`` is a list of types, a tuple of
+    results, one per type (an op with several outputs, e.g. ``softmax_block``). ``inplace=i``: the
+    op overwrites read ``i`` (an accumulator: ``rescale``, ``matmul_acc``), so its result has that
+    read's type and takes no local buffer of its own."""
+    return _context("compute").compute(op, work, reads, writes, out, inplace)
 
 
 def matmul(a: Value, b: Value, work: int | None = None, out_dtype: str | None = None) -> Value:

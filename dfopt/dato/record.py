@@ -39,6 +39,7 @@ class Op:
     bytes: int = 0  # load / store: the block's bytes
     reads: tuple = ()  # ids of the values it reads (Value.vid; None for a constant put)
     out: int = -1  # id of the value it makes (-1: none)
+    outs: tuple = ()  # a compute with several results: the id of each, in order (out is the first)
     fn: str = ""  # what it computes, for dfopt.dato.run: matmul, reduce_sum or the compute's name
     axis: int = -1  # reduce: the tensor axis summed; allreduce: the grid axis
 

@@ -78,6 +78,7 @@ class _Recorder:
         self.inst = TaskInstance(task.instance_name(index), task.name, index, task.mapping,
                                  file=task.file, line=task.line)
         self.buffers: dict = {}
+        self.overwritten: dict[int, int] = {}   # vid of a value an in-place compute overwrote -> its line
 
     # -- helpers --------------------------------------------------------------------------
     def _op(self, kind: str, **fields) -> Op:
@@ -87,18 +88,27 @@ class _Recorder:
         self.inst.work += op.work
         return op
 
-    def _value(self, op: Op, elem, layout=None, view=None, pending=None, chained=None) -> Value:
+    def _value(self, op: Op, elem, layout=None, view=None, pending=None, chained=None, vid: int | None = None) -> Value:
+        vid = op.out if vid is None else vid
         if elem is not None:
-            key = (op.file, op.line)
-            self.buffers[key] = max(self.buffers.get(key, 0), elem.bytes)
-            if op.out >= 0:
-                self.rec.out_types[op.out] = elem.dtype
-        return Value(self.inst.name, elem, layout, view, pending, op.line, chained, op.out)
+            if not op.outs:
+                self._hold(op, elem.bytes)
+            if vid >= 0:
+                self.rec.out_types[vid] = elem.dtype
+        return Value(self.inst.name, elem, layout, view, pending, op.line, chained, vid)
+
+    def _hold(self, op: Op, nbytes: int) -> None:
+        """The local buffer of the values made at ``op``'s line (the most any one call makes)."""
+        key = (op.file, op.line)
+        self.buffers[key] = max(self.buffers.get(key, 0), nbytes)
 
     def _new(self) -> int:
         return self.rec.new_vid()
 
     def _own(self, value) -> None:
+        if isinstance(value, Value) and value.vid in self.overwritten:
+            _fail("inplace", f"a value made at line {value.line} is used after line {self.overwritten[value.vid]} "
+                             "overwrote it in place; use the in-place result instead")
         if isinstance(value, Value) and value.owner != self.inst.name:
             _fail("value", f"a value recorded in instance {value.owner} is used in {self.inst.name}; "
                            "pass data between instances through a stream")
@@ -191,22 +201,57 @@ class _Recorder:
 
     # -- compute --------------------------------------------------------------------------
     def compute(self, name: str, work: int | None, reads: object, writes: Iterable[object],
-                out: ElemType | str | tuple | None) -> Value:
+                out: ElemType | str | tuple | list | None, inplace: int | None = None) -> Value | tuple:
         reads = list(reads) if isinstance(reads, (list, tuple)) else [reads]
         first = next((r for r in reads if isinstance(r, Value)), None)
+        if isinstance(out, list):
+            if not out:
+                _fail("type", f"compute {name!r}: a list of output types needs at least one")
+            if inplace is not None:
+                _fail("inplace", f"compute {name!r}: an op with several results cannot be in place")
+            types = [elem_type(o) for o in out]
+            op = self._compute_op(name, work, reads, writes, types, several=True)
+            self._hold(op, sum(e.bytes for e in types))
+            return tuple(self._value(op, e, vid=v) for e, v in zip(types, op.outs))
+        if inplace is not None:
+            target = self._inplace(name, reads, out, inplace)
+            tt = target.elem
+            assert tt is not None                   # _inplace refuses a read without a type
+            op = self._compute_op(name, work, reads, writes, [tt])
+            self.overwritten[target.vid] = op.line   # the result lives in the read's buffer: none of its own
+            self.rec.out_types[op.out] = tt.dtype
+            return Value(self.inst.name, tt, target.layout, target.view, None, op.line, None, op.out)
         elem = elem_type(out) if out is not None else (first.elem if first is not None else None)
-        if work is None:
-            work = math.prod(elem.shape) if elem is not None else 1
-        if not isinstance(work, int) or work < 0:
-            _fail("work", f"compute {name!r}: expected work as a non-negative integer of cycles, got {work!r}")
-        names = tuple(w.name if isinstance(w, Tensor) else str(w) for w in writes)
-        op = self._op("compute", name=name, work=work, writes=names, reads=tuple(_vid(r) for r in reads),
-                      out=self._new(), fn=name)
-        for r in reads:
-            self._use(r, op, "compute", name)
+        op = self._compute_op(name, work, reads, writes, [elem])
         if out is None and first is not None:
             return self._value(op, elem, first.layout, first.view)
         return self._value(op, elem)
+
+    def _compute_op(self, name: str, work: int | None, reads: list, writes: Iterable[object], types: list,
+                    several: bool = False) -> Op:
+        if work is None:
+            work = sum(math.prod(e.shape) for e in types if e is not None) or 1
+        if not isinstance(work, int) or work < 0:
+            _fail("work", f"compute {name!r}: expected work as a non-negative integer of cycles, got {work!r}")
+        names = tuple(w.name if isinstance(w, Tensor) else str(w) for w in writes)
+        outs = tuple(self._new() for _ in types)
+        op = self._op("compute", name=name, work=work, writes=names, reads=tuple(_vid(r) for r in reads),
+                      out=outs[0], outs=outs if several else (), fn=name)
+        for r in reads:
+            self._use(r, op, "compute", name)
+        return op
+
+    def _inplace(self, name: str, reads: list, out, inplace: int) -> Value:
+        """The read that an in-place compute overwrites (its result then takes no buffer of its own)."""
+        if not isinstance(inplace, int) or isinstance(inplace, bool) or not 0 <= inplace < len(reads) \
+                or not isinstance(reads[inplace], Value) or reads[inplace].elem is None:
+            _fail("inplace", f"compute {name!r}: inplace={inplace!r} must be the index of a traced read "
+                             f"(0..{len(reads) - 1})")
+        target = reads[inplace]
+        if isinstance(out, list) or (out is not None and elem_type(out) != target.elem):
+            _fail("inplace", f"compute {name!r}: an in-place result has the type of read {inplace} "
+                             f"({target.elem}), got out={out!r}")
+        return target
 
     def matmul(self, a: Value, b: Value, work: int | None, out_dtype: str | None) -> Value:
         ea, eb = _matrix(a), _matrix(b)

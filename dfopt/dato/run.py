@@ -15,7 +15,11 @@ for.
 What a compute op computes is named by its :attr:`~dfopt.dato.record.Op.fn` (:data:`FUNCTIONS`):
 ``matmul`` (``matmul()``, float sums), ``reduce_sum``, the ``allreduce`` steps, and the computes
 ``gelu`` (tanh form), ``exp``, ``relu``, ``add``, ``mul``, ``scale`` (``reads[0] * reads[1]``
-with the second a scalar or row vector); a compute named otherwise has no numbers here
+with the second a scalar or row vector), and the ops of the attention kernels
+(:mod:`dfopt.codegen.aie.kernels`): ``matmul_bt`` (``a @ b.T``), ``matmul_acc`` (``c + a @ b``),
+``softmax_block`` (one block of an online softmax: reads ``s`` and optionally the running max and
+sum ``m, l``; makes ``m, l, p, alpha``), ``rescale`` (``acc * alpha`` per row) and ``normalize``
+(``acc / l`` per row); a compute named otherwise has no numbers here
 (:class:`RunError` naming it and the line). Values of type ``bf16`` are rounded to bf16 (nearest
 even) after every op, as the AIE kernels store them (:mod:`dfopt.codegen.aie.kernels`); ``f32``
 values are float32; sums are float32.
@@ -36,6 +40,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,15 +67,51 @@ def _scale(x: np.ndarray, s: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) * (s.reshape(s.shape + (1,) * (x.ndim - s.ndim)) if s.ndim else s)
 
 
-#: compute name -> (arity, the function of its reads); ``None`` arity: any number of reads
-FUNCTIONS: dict[str, tuple[int | None, Callable[..., np.ndarray]]] = {
+def _f32(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32)
+
+
+def _rows(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``r`` (one value per row of ``x``) broadcast along ``x``'s last axis."""
+    return _f32(r).reshape(np.shape(r) + (1,) * (np.ndim(x) - np.ndim(r)))
+
+
+def _softmax_block(s: np.ndarray, m: np.ndarray | None = None, l_: np.ndarray | None = None, *,
+                   dtypes: tuple = ("f32", "f32", "f32", "f32")) -> tuple:
+    """One block of an online softmax over the rows of ``s``: ``(m, l, p, alpha)`` with the running
+    max ``m`` and sum ``l`` (a fresh state without them: ``m = -inf``, ``l = 0``), ``p = exp(s - m)``
+    at the element type of the third output, and ``l`` summing the stored ``p``."""
+    s = _f32(s)
+    if m is None or l_ is None:
+        m = np.full(s.shape[:-1], -np.inf, dtype=np.float32)
+        l_ = np.zeros(s.shape[:-1], dtype=np.float32)
+    m, l_ = _f32(m), _f32(l_)
+    hi = np.maximum(m, s.max(axis=-1))
+    with np.errstate(invalid="ignore"):
+        alpha = np.where(np.isneginf(m), np.float32(0), np.exp(m - hi)).astype(np.float32)
+    p = _round(np.exp(s - hi[..., None]), dtypes[2])
+    return hi, (alpha * l_ + np.sum(_f32(p), axis=-1, dtype=np.float32)).astype(np.float32), p, alpha
+
+
+#: compute name -> (arity, the function of its reads); ``None`` arity: any number of reads; the
+#: arity of a compute with several results (in MULTI) is its largest number of reads
+FUNCTIONS: dict[str, tuple[int | None, Callable[..., Any]]] = {
     "gelu": (1, _gelu),
     "exp": (1, lambda x: np.exp(x.astype(np.float32))),
     "relu": (1, lambda x: np.maximum(x.astype(np.float32), np.float32(0))),
     "add": (None, lambda *xs: np.sum([x.astype(np.float32) for x in xs], axis=0, dtype=np.float32)),
     "mul": (2, lambda a, b: a.astype(np.float32) * b.astype(np.float32)),
     "scale": (2, _scale),
+    "matmul_bt": (2, lambda a, b: _f32(a) @ _f32(b).T),
+    "matmul_acc": (3, lambda a, b, c: _f32(c) + _f32(a) @ _f32(b)),
+    "rescale": (2, lambda acc, alpha: _f32(acc) * _rows(acc, alpha)),
+    "normalize": (2, lambda acc, l_: _f32(acc) / _rows(acc, l_)),
+    "softmax_block": (3, _softmax_block),
 }
+#: computes with several results (``compute(..., out=[...])``): they take the results' element types
+MULTI = {"softmax_block"}
+#: computes that take fewer reads than their arity (the state they start from)
+OPTIONAL_READS = {"softmax_block": (1, 3)}
 
 
 @dataclass
@@ -195,7 +236,13 @@ def _step(rec, st: _Instance, op: Op, data, written, queues, tokens, chains) -> 
         total = np.asarray(np.sum(x.astype(np.float32), axis=op.axis, dtype=np.float32))
         st.env[op.out] = _round(total, _out_dtype(rec, op))
     elif op.kind == "compute":
-        st.env[op.out] = _compute(rec, st, op, where)
+        out = _compute(rec, st, op, where)
+        if isinstance(out, tuple):
+            st.env.update(zip(op.outs, out))
+        elif op.outs:
+            raise RunError(f"{where}: compute {op.fn!r} makes one value, the program takes {len(op.outs)}")
+        else:
+            st.env[op.out] = out
     return True
 
 
@@ -214,10 +261,19 @@ def _compute(rec, st: _Instance, op: Op, where: str):
             raise RunError(f"{where}: compute {op.fn!r} has no numbers here; the computes with numbers: "
                            f"matmul, reduce_sum, allreduce, {', '.join(sorted(FUNCTIONS))}")
         arity, fn = spec
-        if arity is not None and len(args) != arity:
-            raise RunError(f"{where}: compute {op.fn!r} reads {arity} value(s), got {len(args)}")
+        allowed = OPTIONAL_READS.get(op.fn, (arity,))
+        if arity is not None and len(args) not in allowed:
+            raise RunError(f"{where}: compute {op.fn!r} reads {' or '.join(map(str, allowed))} value(s), "
+                           f"got {len(args)}")
         if any(a is None for a in args):
             raise RunError(f"{where}: compute {op.fn!r} reads a constant; pass traced values")
+        if op.fn in MULTI:
+            dtypes = tuple(rec.out_types.get(v, "f32") for v in op.outs)
+            results = fn(*args, dtypes=dtypes)
+            if len(op.outs) != len(results):
+                raise RunError(f"{where}: compute {op.fn!r} makes {len(results)} values, the program takes "
+                               f"{len(op.outs) or 1}")
+            return tuple(_round(r, t) for r, t in zip(results, dtypes))
         out = fn(*args)
     return _round(out, _out_dtype(rec, op))
 

@@ -7,7 +7,8 @@ Rules (docs/dato.md; the same as the exact model's constraints):
   roles) and independent (no path between any two, as :meth:`dfopt.dato.graph.MappingGraph.can_bundle`);
 * the tasks on a tile form a *chain*: connected by streams (a chain of bundles), each with the
   same number of members (the core runs one loop, one member of every task per iteration — a
-  bundle of chains);
+  bundle of chains), a power of two (the loop moves an equal share of every FIFO per iteration:
+  1/3 of a FIFO's bytes is rarely whole; the search's pairing makes no other sizes);
 * the tiles form an acyclic graph (no tile waits on a tile that waits on it — the chain
   primitive's "no reverse dependency", which also keeps bundles independent through other tiles);
 * per tile at most ``compute_in`` / ``compute_out`` DMA channels: one per channel class that has a
@@ -93,6 +94,11 @@ def legality_faults(d: MappingData, members: Iterable[str], where: str) -> list[
             elif frozenset((a, b)) in d.conflicts:
                 faults.append(f"{where}: {a} and {b} depend on each other, so they cannot be bundled")
     sizes = {task: len(vs) for task, vs in by_task.items()}
+    odd = {task: n for task, n in sizes.items() if n & (n - 1)}
+    if odd:
+        text = ", ".join(f"{n} x {task}" for task, n in odd.items())
+        faults.append(f"{where}: a bundle of {text}: bundle sizes are powers of two (a core loop of n iterations "
+                      "moves 1/n of each FIFO's bytes per iteration, which n = 3 cannot cut evenly)")
     if len(set(sizes.values())) > 1:
         text = ", ".join(f"{n} x {task}" for task, n in sizes.items())
         faults.append(f"{where}: bundles of different sizes ({text}); a core runs one loop over its members, one "

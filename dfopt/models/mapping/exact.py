@@ -10,7 +10,9 @@ Variables: ``x[v, t]`` virtual node v on tile t (one tile each); ``p[task, t]`` 
   isomorphism class of a task per tile;
 * chain: the tasks on a tile form a connected set of the task graph (a table constraint over the
   ``p[., t]``; with more than 10 tasks, pairs of tasks without a stream are kept apart instead),
-  each with as many members on the tile (``sum x[task a] == sum x[task b]`` when both are there);
+  each with as many members on the tile (``sum x[task a] == sum x[task b]`` when both are there),
+  a power of two (``f[task, c, t]``: the factors the search's pairing makes; a core loop of ``c``
+  iterations moves ``1/c`` of each FIFO's bytes per iteration, which a factor like 3 cannot cut);
 * acyclic: ``L[src] <= L[dst]`` for every stream: with distinct tile positions, streams between
   tiles go forward, so the tile graph has no cycle;
 * channels: ``o[s, t] >= x[src, t] - x[dst, t] - sum(x[dst, n] for n sharing t's memory)``
@@ -121,6 +123,17 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
         for b in d.tasks[i + 1:]:
             for t in tiles:
                 m.add(count[a, t] == count[b, t]).only_enforce_if([p[a, t], p[b, t]])
+    # bundle factors are powers of two (the search's pairing makes no others): a core loop of c
+    # iterations moves 1/c of a FIFO's bytes per iteration, which a factor like 3 cannot cut evenly
+    for task, classes in by_task.items():
+        n = sum(map(len, classes.values()))
+        powers = [1 << k for k in range(n.bit_length()) if 1 << k <= n]
+        if n < 3:
+            continue
+        for t in tiles:
+            z = [m.new_bool_var(f"f[{task},{c},{tn[t]}]") for c in powers]
+            m.add(sum(z) == p[task, t])
+            m.add(count[task, t] == sum(c * zc for c, zc in zip(powers, z)))
     for pair in sorted(d.conflicts, key=sorted):     # a stable model: CP-SAT's answer depends on the order
         a, b = sorted(pair)
         if partition is None or unit_of[a] != unit_of[b]:

@@ -28,8 +28,10 @@ mapping's channel class (task, role) and mode (``shared``: neighbours through a 
   *distribute* through a mem tile when one out-class feeds in-classes on several tiles (one FIFO to
   the mem tile, a link splits each object into one part per peer class); a *join* through a mem
   tile for the reverse. A class group that fans out and in at once cannot be one FIFO at both ends
-  (CodegenError). A link goes through the region's mem tile nearest the tiles' columns that has
-  its channels free.
+  (a link is a distribute or a join, not both): it gets one direct FIFO per pair of class ends,
+  i.e. more DMA channels at those ends than the mapping counts (the validator checks the tiles'
+  limits; a CodegenError then says so in a note). A link goes through the region's mem tile
+  nearest the tiles' columns that has its channels free.
 
 **Host traffic.** Per route (a broadcast group of the mapping) one FIFO from its mem tile to its
 tiles (several consumers: a broadcast) or from its tile to the mem tile; per (mem tile, tensor,

@@ -176,11 +176,17 @@ def _stream_flows(m: _Mapping, mem_use: dict) -> list[_Flow]:
     flows = []
     for outs, ins, edges in _stream_groups(m):
         if len(outs) > 1 and len(ins) > 1:
+            # no single FIFO per class end (a link is a distribute or a join, not both): one FIFO per
+            # pair of class ends, each one more DMA channel at its ends than the mapping counted
+            pairs: dict = {}
+            for e in edges:
+                pairs.setdefault((e[1], e[2]), []).append(e[0])
             ends = ", ".join(f"{_tile_text(t)} {class_text(c)}" for t, c in outs + ins)
-            raise CodegenError(f"streams {', '.join(e[0].name for e in edges)} fan out and in at once between the "
-                               f"class ends {ends}: no single FIFO per class end (a link is a distribute or a join, "
-                               "not both)")
-        if len(outs) == 1 and len(ins) == 1:
+            m.notes.append(f"streams {', '.join(e[0].name for e in edges)} fan out and in at once between the class "
+                           f"ends {ends}: one DMA FIFO per pair of ends ({len(pairs)}), more channels than the "
+                           "mapping counts at those ends")
+            flows += [_Flow([_stream_fifo(m, ss, o[0], i[0])]) for (o, i), ss in pairs.items()]
+        elif len(outs) == 1 and len(ins) == 1:
             flows.append(_Flow([_stream_fifo(m, [e[0] for e in edges], outs[0][0], ins[0][0])]))
         else:
             flows.append(_stream_link(m, outs, ins, edges, mem_use))
