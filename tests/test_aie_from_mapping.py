@@ -19,6 +19,7 @@ import pytest
 from dfopt.api import solve_instance
 from dfopt.codegen.aie import DmaTransfer, DmaWait, emit_generic_mlir, problems
 from dfopt.codegen.aie.design import dma_channels
+from dfopt.codegen.aie.emit import emit_mlir
 from dfopt.codegen.aie.mapping import design_from_mapping
 from dfopt.codegen.aie.mapping import flows as mapping_flows
 from dfopt.codegen.aie.mapping import host as mapping_host
@@ -246,6 +247,11 @@ def test_the_exact_models_answer_has_a_design_too():
     assert problems(design) == []
     assert len(design.cores) == solution.sections["mapping"]["tiles_used"]
     use = dma_channels(design)       # never fewer channels than counted; more where ends fan out and in
+    more = False
     for n in solution.sections["mapping"]["nodes"]:
         got = use[tuple(n["tile"])]
         assert len(got["in"]) >= len(n["channels"]["in"]) and len(got["out"]) >= len(n["channels"]["out"])
+        more |= (len(got["in"]), len(got["out"])) != (len(n["channels"]["in"]), len(n["channels"]["out"]))
+    fanned = [n for n in design.notes if "fan out and in at once" in n]
+    assert more == bool(fanned)      # the design says where it takes more channels than counted
+    assert all(f"// note: {n}" in emit_mlir(design) for n in fanned)

@@ -52,6 +52,7 @@ from dfopt.ilp.backends import (
     solve,
 )
 from dfopt.ilp.cpsat import (
+    add_in_values,
     configure_solver,
     lean_model_class,
     map_cpsat_status,
@@ -69,7 +70,7 @@ __all__ = [
     "solve", "solve_cp_model", "available_backends", "backend_names", "capabilities",
     "get_backend", "register_backend", "Backend", "Capabilities", "SolveOptions",
     "ModelSolveResult", "export", "EXPORT_FORMATS", "new_cp_model", "lean_model_class",
-    "configure_solver", "map_cpsat_status",
+    "configure_solver", "map_cpsat_status", "add_in_values",
 ]
 
 

@@ -133,6 +133,23 @@ def lean_model_class() -> type:
     return _LEAN
 
 
+def add_in_values(model: CpModel, expr, values) -> object:
+    """Constrain the linear expression ``expr`` to one of the integers ``values`` (a CP-SAT
+    domain), e.g. a count that is 0 or a power of two.
+
+    >>> m = new_cp_model("d")
+    >>> x = m.new_int_var(0, 9, "x")
+    >>> _ = add_in_values(m, x, [0, 1, 2, 4, 8])
+    >>> _ = m.add(x >= 5)
+    >>> result, _ = solve_cp_model(m, time_limit=5)
+    >>> result.values["x"]
+    8
+    """
+    from ortools.util.python.sorted_interval_list import Domain
+
+    return model.add_linear_expression_in_domain(expr, Domain.from_values(sorted({int(v) for v in values})))
+
+
 def new_cp_model(name: str = "") -> CpModel:
     """A new, empty :class:`LeanCpModel` called ``name`` (for native models: no-overlap,
     element, reified rows, assumptions, ...); solve it with :func:`solve_cp_model`.

@@ -261,9 +261,10 @@ class AieDesign:
     links: Sequence[Link] = ()
     cores: Sequence[Core] = ()
     runtime: Runtime | None = None
+    notes: Sequence[str] = ()            # what its builder chose that a reader should know
 
     def __post_init__(self):
-        for name in ("tiles", "fifos", "links", "cores"):
+        for name in ("tiles", "fifos", "links", "cores", "notes"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def tile(self, coord: Tile | tuple[int, int]) -> Tile:

@@ -101,8 +101,9 @@ def runtime_sequence_op(version: str = "latest") -> str:
 
 
 def _notes(design: AieDesign, platform: Platform | None) -> list[str]:
-    """Comment lines for what mlir-aie will do differently from the plan (bank fallbacks)."""
-    return [f"// note: {n}" for n in bank_fallbacks(design, platform)]
+    """Comment lines for the builder's notes and what mlir-aie will do differently from the plan
+    (bank fallbacks)."""
+    return [f"// note: {n}" for n in (*design.notes, *bank_fallbacks(design, platform))]
 
 
 def _header(version: str) -> str:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dfopt import progress
-from dfopt.ilp import new_cp_model, solve_cp_model
+from dfopt.ilp import add_in_values, new_cp_model, solve_cp_model
 from dfopt.models.mapping.data import STACK_BYTES, MappingData, connected_task_sets
 from dfopt.results import Termination
 
@@ -123,8 +123,6 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
         for b in d.tasks[i + 1:]:
             for t in tiles:
                 m.add(count[a, t] == count[b, t]).only_enforce_if([p[a, t], p[b, t]])
-    from ortools.util.python.sorted_interval_list import Domain
-
     # bundle factors are powers of two (the search's pairing makes no others): a core loop of c
     # iterations moves 1/c of a FIFO's bytes per iteration, which a factor like 3 cannot cut evenly
     for task, classes in by_task.items():
@@ -132,9 +130,8 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
         powers = [1 << k for k in range(n.bit_length()) if 1 << k <= n]
         if n < 3:
             continue
-        sizes = Domain.from_values([0, *powers])
         for t in tiles:
-            m.add_linear_expression_in_domain(count[task, t], sizes)
+            add_in_values(m, count[task, t], [0, *powers])
     for pair in sorted(d.conflicts, key=sorted):     # a stable model: CP-SAT's answer depends on the order
         a, b = sorted(pair)
         if partition is None or unit_of[a] != unit_of[b]:

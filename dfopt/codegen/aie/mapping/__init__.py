@@ -109,7 +109,7 @@ def design_from_mapping(instance: Instance, solution: Solution) -> AieDesign:
         m = replace(m, iterations={**m.iterations, **steps}, fifo_of={}, names=set(), notes=[])
         design = _build(m, routes)
     try:
-        return validate(design, m.platform)
+        return validate(replace(design, notes=tuple(m.notes)), m.platform)
     except CodegenError as err:
         if not m.notes:
             raise
