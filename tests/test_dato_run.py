@@ -114,7 +114,7 @@ def test_attention_runs_the_kernel_steps_in_order():
     rng = np.random.default_rng(3)
     Q, K, V = (_bf16(rng.standard_normal((256, 64)) * 0.5) for _ in range(3))
     out = run(attention_program(), {"Q": Q, "K": K, "V": V})
-    softmax_block, b = FUNCTIONS["softmax_block"][1], 64
+    softmax_block, b = FUNCTIONS["softmax_block"].fn, 64
     for i in range(4):
         q, state, acc = Q[i * b:(i + 1) * b], [], None
         for j in range(4):

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from dfopt.dato.record import Op, Recording, TaskInstance
 from dfopt.errors import DfoptError
 from dfopt.reference import to_bf16
 
-__all__ = ["run", "RunResult", "RunError", "FUNCTIONS"]
+__all__ = ["run", "RunResult", "RunError", "FUNCTIONS", "Function"]
 
 
 class RunError(DfoptError):
@@ -93,25 +93,31 @@ def _softmax_block(s: np.ndarray, m: np.ndarray | None = None, l_: np.ndarray | 
     return hi, (alpha * l_ + np.sum(_f32(p), axis=-1, dtype=np.float32)).astype(np.float32), p, alpha
 
 
-#: compute name -> (arity, the function of its reads); ``None`` arity: any number of reads; the
-#: arity of a compute with several results (in MULTI) is its largest number of reads
-FUNCTIONS: dict[str, tuple[int | None, Callable[..., Any]]] = {
-    "gelu": (1, _gelu),
-    "exp": (1, lambda x: np.exp(x.astype(np.float32))),
-    "relu": (1, lambda x: np.maximum(x.astype(np.float32), np.float32(0))),
-    "add": (None, lambda *xs: np.sum([x.astype(np.float32) for x in xs], axis=0, dtype=np.float32)),
-    "mul": (2, lambda a, b: a.astype(np.float32) * b.astype(np.float32)),
-    "scale": (2, _scale),
-    "matmul_bt": (2, lambda a, b: _f32(a) @ _f32(b).T),
-    "matmul_acc": (3, lambda a, b, c: _f32(c) + _f32(a) @ _f32(b)),
-    "rescale": (2, lambda acc, alpha: _f32(acc) * _rows(acc, alpha)),
-    "normalize": (2, lambda acc, l_: _f32(acc) / _rows(acc, l_)),
-    "softmax_block": (3, _softmax_block),
+class Function(NamedTuple):
+    """What a compute op computes: ``fn`` of its reads. ``reads``: the numbers of reads it takes
+    (``None``: any number); ``several``: it makes several results (``compute(..., out=[...])``)
+    and takes their element types as ``dtypes=``."""
+
+    reads: tuple[int, ...] | None
+    fn: Callable[..., Any]
+    several: bool = False
+
+
+#: compute name -> :class:`Function`
+FUNCTIONS: dict[str, Function] = {
+    "gelu": Function((1,), _gelu),
+    "exp": Function((1,), lambda x: np.exp(x.astype(np.float32))),
+    "relu": Function((1,), lambda x: np.maximum(x.astype(np.float32), np.float32(0))),
+    "add": Function(None, lambda *xs: np.sum([x.astype(np.float32) for x in xs], axis=0, dtype=np.float32)),
+    "mul": Function((2,), lambda a, b: a.astype(np.float32) * b.astype(np.float32)),
+    "scale": Function((2,), _scale),
+    "matmul_bt": Function((2,), lambda a, b: _f32(a) @ _f32(b).T),
+    "matmul_acc": Function((3,), lambda a, b, c: _f32(c) + _f32(a) @ _f32(b)),
+    "rescale": Function((2,), lambda acc, alpha: _f32(acc) * _rows(acc, alpha)),
+    "normalize": Function((2,), lambda acc, l_: _f32(acc) / _rows(acc, l_)),
+    # a fresh online-softmax state (one read) or one carried on (the running max and sum: three)
+    "softmax_block": Function((1, 3), _softmax_block, several=True),
 }
-#: computes with several results (``compute(..., out=[...])``): they take the results' element types
-MULTI = {"softmax_block"}
-#: computes that take fewer reads than their arity (the state they start from)
-OPTIONAL_READS = {"softmax_block": (1, 3)}
 
 
 @dataclass
@@ -260,14 +266,13 @@ def _compute(rec, st: _Instance, op: Op, where: str):
         if spec is None:
             raise RunError(f"{where}: compute {op.fn!r} has no numbers here; the computes with numbers: "
                            f"matmul, reduce_sum, allreduce, {', '.join(sorted(FUNCTIONS))}")
-        arity, fn = spec
-        allowed = OPTIONAL_READS.get(op.fn, (arity,))
-        if arity is not None and len(args) not in allowed:
-            raise RunError(f"{where}: compute {op.fn!r} reads {' or '.join(map(str, allowed))} value(s), "
+        fn = spec.fn
+        if spec.reads is not None and len(args) not in spec.reads:
+            raise RunError(f"{where}: compute {op.fn!r} reads {' or '.join(map(str, spec.reads))} value(s), "
                            f"got {len(args)}")
         if any(a is None for a in args):
             raise RunError(f"{where}: compute {op.fn!r} reads a constant; pass traced values")
-        if op.fn in MULTI:
+        if spec.several:
             dtypes = tuple(rec.out_types.get(v, "f32") for v in op.outs)
             results = fn(*args, dtypes=dtypes)
             if len(op.outs) != len(results):
