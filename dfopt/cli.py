@@ -391,8 +391,10 @@ def _emit_line(problem: str, out_dir: str, written) -> str:
         return (f"  result written to {out_dir}/{written['result']}, the binding table to {out_dir}/binding.md, "
                 f"the primitive graph to {out_dir}/graph.dot{targets} (docs/sparse.md)")
     if problem == "mapping":
-        return (f"  MLIR-AIE written to {written['custom']} and {written['generic']}; run: make -C {out_dir} sim "
-                "(the functional model, docs/aie.md)")
+        kernels = (f"{sum(1 for k in written if k.startswith('core_'))} core kernels, the XRT host program"
+                   if "host" in written else "no core kernels (see design.json)")
+        return (f"  MLIR-AIE written to {written['custom']} and {written['generic']}, {kernels}; run: make -C "
+                f"{out_dir} sim (on the host), xclbin, run (AMD's toolchain, an NPU; docs/aie.md)")
     return (f"  HLS C++ written to {out_dir}; run: make -C {out_dir} csim (threaded), csim-vitis "
             "(Vitis's hls_stream.h), hls, xclbin (docs/hls.md)")
 

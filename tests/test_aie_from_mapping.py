@@ -80,7 +80,7 @@ def test_one_core_per_physical_node_tile(case):
         core = next(c for c in design.cores if c.tile == _tile(n["tile"]))
         factor = len(n["members"]) // len(n["tasks"])
         assert core.iterations % factor == 0  # the bundle factor, or that many members in steps
-        assert core.kernel.startswith("_".join(n["tasks"])) and core.object_file == f"{core.kernel}.o"
+        assert core.kernel.startswith("_".join(n["tasks"])) and core.object_file == f"{core.kernel}_{core.tile[0]}_{core.tile[1]}.o"
 
 
 def _reaches(design, src: tuple, dst: tuple) -> bool:

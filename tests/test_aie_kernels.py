@@ -6,16 +6,14 @@ accumulation and normalisation."""
 
 from __future__ import annotations
 
-import ctypes
 import shutil
-import subprocess
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dfopt.codegen.aie.kernels import HEADER, TileOp, entry_source, from_bits, reference, to_bits
+from dfopt.codegen.aie.kernels import HostKernels, TileOp, reference
 from dfopt.reference import to_bf16
 
 BF = ("bf16", "bf16")
@@ -35,15 +33,10 @@ OPS = [
 ]
 
 
-def _compile(ops, folder: Path) -> ctypes.CDLL:
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
+def _compile(ops, folder: Path) -> HostKernels:
+    if shutil.which("g++") is None and shutil.which("c++") is None:
         pytest.skip("no C++ compiler")
-    src, so = folder / "entries.cc", folder / "libentries.so"
-    src.write_text(entry_source(ops))
-    subprocess.run([cxx, "-std=c++14", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", f"-I{HEADER.parent}",
-                    str(src), "-o", str(so)], check=True, capture_output=True, text=True)
-    return ctypes.CDLL(str(so))
+    return HostKernels(ops, folder)
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +57,8 @@ def _inputs(op: TileOp, rng) -> list[np.ndarray]:
     return out
 
 
-def _call(lib, op: TileOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    bufs = [np.ascontiguousarray(to_bits(a)) if t == "bf16" else np.array(a, dtype=np.float32, copy=True)
-            for a, t in zip(args, op.arg_types())]
-    getattr(lib, op.symbol)(*[b.ctypes.data_as(ctypes.c_void_p) for b in bufs])
-    return [from_bits(b) if t == "bf16" else b for b, t in zip(bufs, op.arg_types())]
+def _call(lib: HostKernels, op: TileOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    return lib.call(op, args)
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.symbol)

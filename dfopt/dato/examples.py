@@ -12,6 +12,8 @@ Lines the rejected programs are rejected at carry a ``# dato:`` marker, so tests
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dfopt.dato.frontend import (
     Program,
     R,
@@ -301,7 +303,7 @@ def layout_mismatch_program() -> Program:
     return p
 
 
-ACCEPTED = {"gemm": gemm_program, "ffn": ffn_program, "attention": attention_program}
+ACCEPTED: dict[str, Callable[..., Program]] = {"gemm": gemm_program, "ffn": ffn_program, "attention": attention_program}
 REJECTED = {
     "producer": two_producers_program,
     "balance": unbalanced_program,
@@ -310,3 +312,124 @@ REJECTED = {
     "chain": chain_use_program,
     "layout": layout_mismatch_program,
 }
+
+
+# == programs named by instances ==============================================================
+
+#: the largest extent a program named in an instance may take, and the most task instances, loop
+#: steps and tensor elements it may make (refused before anything is built)
+MAX_EXTENT = 1 << 16
+MAX_INSTANCES = 4096
+MAX_ELEMENTS = 1 << 24
+
+
+def _sizes(name: str, args: dict) -> tuple[int, int]:
+    """(task instances and loop steps, largest tensor's elements) of an example at ``args``."""
+    import inspect
+
+    full = {k: p.default for k, p in inspect.signature(ACCEPTED[name]).parameters.items()}
+    full.update(args)
+    if name == "gemm":
+        g = full["grid"]
+        return g ** 3 + (2 * g * g if full["loaders"] else 0), full["size"] ** 2
+    if name == "ffn":
+        return 16 * full["chunks"], max(full["tokens"] * full["d"], full["d"] * full["hidden"])
+    return 4 * full["blocks"] * full["blocks"], full["seq"] * full["dim"]
+
+
+def program_from_spec(spec: dict, where: str = "options.mapping.program") -> Program:
+    """The accepted example a mapping instance names: ``{"example": "ffn", "args": {"tokens": 128}}``
+    (``args``: keyword arguments of the example's function, integers in 1..65536 or booleans).
+
+    >>> program_from_spec({"example": "gemm", "args": {"size": 64, "grid": 2}}).name
+    'gemm'
+    >>> program_from_spec({"example": "conv"})
+    Traceback (most recent call last):
+    ...
+    dfopt.errors.InstanceError: options.mapping.program.example: unknown example 'conv'; the shipped programs: ...
+    """
+    import inspect
+
+    from dfopt.errors import InstanceError
+
+    def at(*parts: str) -> str:
+        sep = "/" if where.startswith("/") else "."
+        return sep.join((where, *parts))
+
+    if not isinstance(spec, dict) or set(spec) - {"example", "args"}:
+        raise InstanceError(f"expected {{\"example\": name, \"args\": {{...}}}}, got {spec!r}", pointer=where)
+    name = spec.get("example")
+    if name not in ACCEPTED:
+        raise InstanceError(f"unknown example {name!r}; the shipped programs: "
+                            f"{', '.join(sorted(ACCEPTED))}", pointer=at("example"))
+    fn = ACCEPTED[name]
+    args = spec.get("args") or {}
+    params = inspect.signature(fn).parameters
+    if not isinstance(args, dict):
+        raise InstanceError("expected an object of keyword arguments", pointer=at("args"))
+    for key, value in args.items():
+        here = at("args", key)
+        if key not in params:
+            raise InstanceError(f"{name}_program takes no argument {key!r} (it takes {', '.join(params)})",
+                                pointer=here)
+        if isinstance(params[key].default, bool):
+            if not isinstance(value, bool):
+                raise InstanceError(f"expected true or false, got {value!r}", pointer=here)
+        elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_EXTENT:
+            raise InstanceError(f"expected an integer in 1..{MAX_EXTENT}, got {value!r}", pointer=here)
+    steps, elements = _sizes(name, args)
+    if steps > MAX_INSTANCES or elements > MAX_ELEMENTS:
+        raise InstanceError(f"{name}_program({', '.join(f'{k}={v}' for k, v in args.items())}) makes {steps} task "
+                            f"instances and loop steps and tensors of {elements} elements; at most {MAX_INSTANCES} "
+                            f"and {MAX_ELEMENTS}", pointer=at("args"))
+    from dfopt.errors import DfoptError
+
+    try:
+        return fn(**args)
+    except (DfoptError, ValueError, ZeroDivisionError) as err:
+        raise InstanceError(f"{name}_program({', '.join(f'{k}={v}' for k, v in args.items())}) cannot be built: "
+                            f"{err}", pointer=at("args")) from err
+
+
+def program_of(instance) -> Program:
+    """The program a mapping instance names in ``options.mapping.program``; a CodegenError saying so
+    when it names none."""
+    from dfopt.errors import CodegenError
+
+    spec = (instance.options or {}).get("mapping", {}).get("program")
+    if spec is None:
+        raise CodegenError(f"instance {instance.name!r} does not name the Dato program it was made from "
+                           "(options.mapping.program: {\"example\": ..., \"args\": {...}}); the numeric model "
+                           "needs it (from Python: pass program=)")
+    return program_from_spec(spec)
+
+
+def check_program(instance, program=None, where: str = "options.mapping.program") -> None:
+    """InstanceError (at ``where``) unless the program's task instances are the instance's virtual
+    nodes; ``program`` defaults to the one the instance names (nothing to check without one)."""
+    from dfopt.errors import InstanceError
+
+    if program is None:
+        spec = (instance.options or {}).get("mapping", {}).get("program")
+        if spec is None:
+            return
+        program = program_from_spec(spec, where)
+    from dfopt.dato.graph import to_dataflow_graph
+
+    graph = to_dataflow_graph(program)
+    mine = _signature(graph)
+    theirs = _signature(instance.graph) if instance.graph is not None else set()
+    if mine != theirs:
+        odd = sorted(str(x[1]) for x in mine ^ theirs)
+        raise InstanceError(f"the program is not the one the instance was made from: {len(mine ^ theirs)} virtual "
+                            f"nodes or streams differ (e.g. {', '.join(odd[:4])})",
+                            pointer=where)
+
+
+def _signature(graph) -> set:
+    """What a mapping instance takes from a program: the virtual nodes with their host traffic, the
+    streams with their ends, tokens and widths."""
+    import json
+
+    nodes = {("node", k.name, json.dumps(k.attrs.get("io", []), sort_keys=True)) for k in graph.kernels.values()}
+    return nodes | {("stream", s.name, s.src, s.dst, s.tokens, s.width) for s in graph.streams.values()}

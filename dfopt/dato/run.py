@@ -45,11 +45,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dfopt.dato.frontend import Program, recording
-from dfopt.dato.record import Op, Recording, TaskInstance
+from dfopt.dato.record import Op, Recording, TaskInstance, view_text
 from dfopt.errors import DfoptError
 from dfopt.reference import to_bf16
 
-__all__ = ["run", "RunResult", "RunError", "FUNCTIONS", "Function"]
+__all__ = ["run", "RunResult", "RunError", "FUNCTIONS", "Function", "Channels", "Runner", "WAIT", "run_instances",
+           "tensor_data"]
 
 
 class RunError(DfoptError):
@@ -153,10 +154,77 @@ class _Instance:
         self.allreduces = 0                  # allreduce calls done
 
 
+#: what a :class:`Channels` method returns when the op must wait
+WAIT = object()
+
+
+class Channels:
+    """Where the ops of an instance get their data and put their results: :func:`run`'s default is
+    one queue per stream, the tensors in memory and one table of allreduce partial sums. A model of
+    a mapped design (:mod:`dfopt.codegen.aie.mapping.numeric`) gives each instance the data its
+    tile received instead, and computes with the compiled kernels. A method returns :data:`WAIT`
+    when the op cannot run yet."""
+
+    def __init__(self, rec: Recording, data: dict, written: dict):
+        self.rec, self.data, self.written = rec, data, written
+        self.queues: dict[str, deque] = {name: deque() for name in rec.streams}
+        self.tokens = dict.fromkeys(rec.streams, 0)
+        self.chains: dict[tuple[str, int], np.ndarray] = {}   # (instance, k-th allreduce) -> its prefix sum
+
+    def get(self, inst: TaskInstance, op: Op) -> Any:
+        q = self.queues[str(op.stream)]
+        return q.popleft() if q else WAIT
+
+    def put(self, inst: TaskInstance, op: Op, value) -> None:
+        self.queues[str(op.stream)].append(value)
+        self.tokens[str(op.stream)] += 1
+
+    def load(self, inst: TaskInstance, op: Op) -> Any:
+        tensor = self.data[op.name]
+        return tensor[_block(tensor.shape, op.block)].copy()
+
+    def store(self, inst: TaskInstance, op: Op, value: np.ndarray) -> None:
+        tensor = self.data[op.name]
+        idx = _block(tensor.shape, op.block)
+        if value is None or np.shape(value) != tensor[idx].shape:
+            raise RunError(f"instance {inst.name} line {op.line}: stores {np.shape(value)} into a "
+                           f"{tensor[idx].shape} block of {op.name!r}")
+        tensor[idx] = _round(value, self.rec.tensors[op.name].type.dtype)
+        self.written[op.name][idx] = True
+
+    def partial(self, inst: TaskInstance, op: Op, before: str, k: int) -> Any:
+        """The prefix sum of the ``k``-th allreduce of ``before``, the chain member before ``inst``."""
+        value = self.chains.get((before, k))
+        return WAIT if value is None else value
+
+    def publish(self, inst: TaskInstance, op: Op, k: int, prefix: np.ndarray) -> None:
+        """``inst``'s prefix sum of its ``k``-th allreduce, for the next member of the chain."""
+        self.chains[(inst.name, k)] = prefix
+
+    def combine(self, inst: TaskInstance, op: Op, before: np.ndarray | None, x: np.ndarray) -> np.ndarray:
+        """One allreduce step: the partial sum ``before`` (None for the chain's first member) plus
+        ``inst``'s ``x``, at the result's type."""
+        total = x.astype(np.float32) if before is None else before.astype(np.float32) + x.astype(np.float32)
+        return _round(total, _out_dtype(self.rec, op))
+
+    def compute(self, inst: TaskInstance, op: Op, args: list):
+        """The value (a tuple for a compute with several results) of the compute ``op`` on ``args``."""
+        return _compute(self.rec, op, args, f"instance {inst.name} line {op.line}")
+
+
 def run(program: Program | Recording, tensors: Mapping[str, np.ndarray]) -> RunResult:
     """Run ``program`` (recorded now, or a recording) on ``tensors`` (every tensor it loads, by
     name, at its declared shape; rounded to its element type). See the module docstring."""
     rec = recording(program)
+    data, written = tensor_data(rec, tensors)
+    channels = Channels(rec, data, written)
+    done = run_instances(rec, list(rec.instances.values()), channels)
+    return RunResult(data, written, done, channels.tokens)
+
+
+def tensor_data(rec: Recording, tensors: Mapping[str, np.ndarray]) -> tuple[dict, dict]:
+    """Every tensor of ``rec`` (the given ones checked and rounded to their element type, the others
+    zeros) and a written mask of each; RunError when a loaded tensor is missing or misshapen."""
     shapes, dtypes = _tensor_types(rec)
     data = {}
     for name in sorted(shapes):
@@ -171,27 +239,46 @@ def run(program: Program | Recording, tensors: Mapping[str, np.ndarray]) -> RunR
         raise RunError(f"no data for tensor(s) {', '.join(missing)} (given: {', '.join(sorted(tensors)) or 'none'})")
     for name in shapes:
         data.setdefault(name, np.zeros(shapes[name], dtype=np.float32))
-    written = {name: np.zeros(shapes[name], dtype=bool) for name in shapes}
-    queues: dict[str, deque] = {name: deque() for name in rec.streams}
-    tokens = dict.fromkeys(rec.streams, 0)
-    chains: dict[tuple[str, int], np.ndarray] = {}   # (instance, k-th allreduce) -> its prefix sum
-    states = [_Instance(i) for i in rec.instances.values()]
-    done = 0
-    while True:
+    return data, {name: np.zeros(shapes[name], dtype=bool) for name in shapes}
+
+
+class Runner:
+    """The instances' op lists run step by step over ``channels``: :meth:`advance` runs every
+    instance as far as it can go and says whether anything moved."""
+
+    def __init__(self, rec: Recording, instances: list[TaskInstance], channels: Channels):
+        self.rec, self.channels = rec, channels
+        self.states = [_Instance(i) for i in instances]
+        self.done = 0
+
+    def advance(self) -> bool:
         moved = False
-        for st in states:
+        for st in self.states:
             while st.pc < len(st.inst.ops):
-                op = st.inst.ops[st.pc]
-                if not _step(rec, st, op, data, written, queues, tokens, chains):
+                if not _step(self.rec, st, st.inst.ops[st.pc], self.channels):
                     break
                 st.pc += 1
-                done += 1
+                self.done += 1
                 moved = True
-        if all(st.pc == len(st.inst.ops) for st in states):
-            return RunResult(data, written, done, tokens)
+        return moved
+
+    def finished(self) -> bool:
+        return all(st.pc == len(st.inst.ops) for st in self.states)
+
+    def waiting(self) -> list[str]:
+        """What each unfinished instance waits for."""
+        return [_waiting(self.rec, st) for st in self.states if st.pc < len(st.inst.ops)]
+
+
+def run_instances(rec: Recording, instances: list[TaskInstance], channels: Channels) -> int:
+    """Run ``instances`` to the end over ``channels`` (the ops run); RunError on a deadlock."""
+    runner = Runner(rec, instances, channels)
+    while True:
+        moved = runner.advance()
+        if runner.finished():
+            return runner.done
         if not moved:
-            raise RunError("the program deadlocks: " + "; ".join(
-                _waiting(rec, st) for st in states if st.pc < len(st.inst.ops)))
+            raise RunError("the program deadlocks: " + "; ".join(runner.waiting()))
 
 
 def _tensor_types(rec: Recording) -> tuple[dict, dict]:
@@ -213,36 +300,26 @@ def _value(rec: Recording, st: _Instance, vid: int | None):
     raise RunError(f"instance {st.inst.name}: value {vid} is read before it is made")
 
 
-def _step(rec, st: _Instance, op: Op, data, written, queues, tokens, chains) -> bool:
+def _step(rec, st: _Instance, op: Op, ch: Channels) -> bool:
     """Run ``op`` of ``st``; False when it must wait."""
     where = f"instance {st.inst.name} line {op.line}"
-    if op.kind == "get":
-        q = queues[op.stream]
-        if not q:
+    if op.kind in ("get", "load"):
+        value = ch.get(st.inst, op) if op.kind == "get" else ch.load(st.inst, op)
+        if value is WAIT:
             return False
-        st.env[op.out] = q.popleft()
+        st.env[op.out] = value
     elif op.kind == "put":
-        queues[op.stream].append(_value(rec, st, op.reads[0]))
-        tokens[op.stream] += 1
-    elif op.kind == "load":
-        tensor = data[op.name]
-        st.env[op.out] = tensor[_block(tensor.shape, op.block)].copy()
+        ch.put(st.inst, op, _value(rec, st, op.reads[0]))
     elif op.kind == "store":
-        tensor = data[op.name]
-        idx = _block(tensor.shape, op.block)
-        value = _value(rec, st, op.reads[0])
-        if value is None or np.shape(value) != tensor[idx].shape:
-            raise RunError(f"{where}: stores {np.shape(value)} into a {tensor[idx].shape} block of {op.name!r}")
-        tensor[idx] = _round(value, rec.tensors[op.name].type.dtype)
-        written[op.name][idx] = True
+        ch.store(st.inst, op, _value(rec, st, op.reads[0]))
     elif op.kind == "allreduce":
-        return _allreduce(rec, st, op, chains)
+        return _allreduce(rec, st, op, ch)
     elif op.kind == "reduce":
         x = _value(rec, st, op.reads[0])
         total = np.asarray(np.sum(x.astype(np.float32), axis=op.axis, dtype=np.float32))
         st.env[op.out] = _round(total, _out_dtype(rec, op))
     elif op.kind == "compute":
-        out = _compute(rec, st, op, where)
+        out = ch.compute(st.inst, op, [_value(rec, st, v) for v in op.reads])
         if isinstance(out, tuple):
             st.env.update(zip(op.outs, out))
         elif op.outs:
@@ -256,8 +333,7 @@ def _out_dtype(rec: Recording, op: Op) -> str:
     return rec.out_types.get(op.out, "f32")
 
 
-def _compute(rec, st: _Instance, op: Op, where: str):
-    args = [_value(rec, st, v) for v in op.reads]
+def _compute(rec, op: Op, args: list, where: str):
     if op.fn == "matmul":
         a, b = args
         out = a.astype(np.float32) @ b.astype(np.float32)
@@ -283,20 +359,18 @@ def _compute(rec, st: _Instance, op: Op, where: str):
     return _round(out, _out_dtype(rec, op))
 
 
-def _allreduce(rec, st: _Instance, op: Op, chains) -> bool:
+def _allreduce(rec, st: _Instance, op: Op, ch: Channels) -> bool:
     group = rec.groups[op.group]
     k = st.allreduces
     me = group.members.index(st.inst.name)
     x = _value(rec, st, op.reads[0])
-    if me == 0:
-        prefix = x.astype(np.float32)
-    else:
-        before = chains.get((group.members[me - 1], k))
-        if before is None:
+    before = None
+    if me > 0:
+        before = ch.partial(st.inst, op, group.members[me - 1], k)
+        if before is WAIT:
             return False
-        prefix = before.astype(np.float32) + x.astype(np.float32)
-    prefix = _round(prefix, _out_dtype(rec, op))
-    chains[(st.inst.name, k)] = prefix
+    prefix = ch.combine(st.inst, op, before, x)
+    ch.publish(st.inst, op, k, prefix)
     st.env[op.out] = prefix
     st.allreduces += 1
     return True
@@ -306,6 +380,8 @@ def _waiting(rec: Recording, st: _Instance) -> str:
     op = st.inst.ops[st.pc]
     if op.kind == "get":
         return f"{st.inst.name} (line {op.line}) waits for a token on stream {op.stream!r}"
+    if op.kind == "load":
+        return f"{st.inst.name} (line {op.line}) waits for block {view_text(op.block)} of tensor {op.name!r}"
     group = rec.groups[op.group]
     me = group.members.index(st.inst.name)
     return (f"{st.inst.name} (line {op.line}) waits in allreduce {op.group!r} for "

@@ -100,18 +100,22 @@ class TileOp:
                 "normalize": [r * c, r, r * c]}[self.op]
 
 
+def call_text(op: TileOp, args: list[str]) -> str:
+    """The C++ call of ``op``'s template on the argument expressions ``args`` (one per argument)."""
+    template = OPS[op.op][0]
+    dims = ", ".join(map(str, op.shape))
+    tail = (", true" if op.op == "matmul_acc" else ", false") if op.op.startswith("matmul") else ""
+    return f"dfopt::{template}<{dims}>({', '.join(args)}{tail})"
+
+
 def entry_source(ops: list[TileOp]) -> str:
     """C++ with one ``extern "C"`` entry point per op (duplicates once)."""
     lines = ['#include "dfopt_aie_kernels.h"', ""]
     for op in dict.fromkeys(ops):
-        template, names, written, _ = OPS[op.op]
+        _, names, written, _ = OPS[op.op]
         params = ", ".join(f"{'' if a in written else 'const '}{CTYPES[t]}* {a}"
                            for a, t in zip(names, op.arg_types()))
-        dims = ", ".join(map(str, op.shape))
-        args = ", ".join(names)
-        if op.op.startswith("matmul"):
-            args += ", true" if op.op == "matmul_acc" else ", false"
-        lines.append(f'extern "C" void {op.symbol}({params}) {{ dfopt::{template}<{dims}>({args}); }}')
+        lines.append(f'extern "C" void {op.symbol}({params}) {{ {call_text(op, list(names))}; }}')
     return "\n".join(lines)
 
 
@@ -165,3 +169,47 @@ def reference(op: TileOp, args: list[np.ndarray]) -> list[np.ndarray]:
         r, d = op.shape
         out[2] = _store((out[0].reshape(r, d) / out[1][:, None]).reshape(-1), t[2])
     return out
+
+
+# -- the kernels compiled on the host ---------------------------------------------------------------
+
+class HostKernels:
+    """The entry points of ``ops`` compiled on the host into a shared library (``g++``, or the C++
+    compiler ``CXX`` names) and called through ctypes: :meth:`call` takes float32 arrays (bf16
+    arguments already rounded) and gives every argument after the call, as :func:`reference` does."""
+
+    def __init__(self, ops: list[TileOp], folder) -> None:
+        import ctypes
+        import os
+        import shutil
+        import subprocess
+
+        from dfopt.errors import CodegenError
+
+        cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+        if cxx is None:
+            raise CodegenError("no C++ compiler to build the AIE kernels on the host (install g++ or set CXX)")
+        import hashlib
+
+        text = entry_source(list(ops)) + "\n"
+        tag = hashlib.sha256(text.encode()).hexdigest()[:12]      # a library path per source: dlopen caches paths
+        folder = Path(folder)
+        src, so = folder / f"dfopt_host_kernels_{tag}.cc", folder / f"libdfopt_host_kernels_{tag}.so"
+        src.write_text(text)
+        done = subprocess.run([cxx, "-std=c++14", "-O2", "-Wall", "-Werror", "-shared", "-fPIC",
+                               f"-I{HEADER.parent}", str(src), "-o", str(so)], capture_output=True, text=True)
+        if done.returncode:
+            raise CodegenError(f"the AIE kernels do not compile on the host with {cxx}:\n{done.stderr[-2000:]}")
+        self.ops = tuple(dict.fromkeys(ops))
+        self.lib = ctypes.CDLL(str(so))
+        self._ptr = ctypes.c_void_p
+
+    def call(self, op: TileOp, args: list[np.ndarray]) -> list[np.ndarray]:
+        types = op.arg_types()
+        bufs = [np.ascontiguousarray(to_bits(np.asarray(a, np.float32).reshape(-1))) if t == "bf16"
+                else np.array(a, dtype=np.float32, copy=True).reshape(-1) for a, t in zip(args, types)]
+        for b, n in zip(bufs, op.sizes()):
+            if b.size != n:
+                raise ValueError(f"{op.symbol}: an argument of {b.size} elements, the op takes {n}")
+        getattr(self.lib, op.symbol)(*[b.ctypes.data_as(self._ptr) for b in bufs])
+        return [from_bits(b) if t == "bf16" else b for b, t in zip(bufs, types)]

@@ -57,6 +57,15 @@ class Options(CommonOptions):
     max_states: int = option(400, "search: states expanded at most", minimum=1, maximum=10_000_000)
     hint: bool = option(True, "cpsat: start from the search's answer")
     workers: int = option(8, "cpsat: workers (deterministic: interleaved search)", minimum=1, maximum=256)
+    program: dict | None = option(None, "the Dato program the instance was made from, for the numeric model of "
+                                        "--emit-dir's design: {\"example\": \"gemm\"|\"ffn\"|\"attention\", "
+                                        "\"args\": {keyword: value}}",
+                                  schema={"type": "object", "properties": {
+                                      "example": {"type": "string", "enum": ["attention", "ffn", "gemm"]},
+                                      "args": {"type": "object",
+                                               "additionalProperties": {"type": ["integer", "boolean"]}}},
+                                      "required": ["example"],
+                                      "additionalProperties": False}, metavar="JSON")
     mlir_aie_version: str = option("latest", "--emit-dir: the mlir-aie the MLIR is written for, 'latest' or a "
                                              "snapshot date YYYY-MM-DD (up to 2025-11-17 the runtime sequence is "
                                              "aiex.runtime_sequence, after it aie.runtime_sequence)", metavar="DATE")
@@ -85,7 +94,12 @@ def _presolve(d: MappingData) -> list[str]:
 
 
 def prepare(instance: Instance, options: Options) -> MappingData:
+    from dfopt.dato.examples import check_program, program_from_spec
+
     d = mapping_data(instance, options.region, where(options, "region"))
+    if options.program is not None:             # the numeric model's program, checked before any solving
+        check_program(instance, program_from_spec(options.program, where(options, "program")),
+                      where(options, "program"))
     reasons = _presolve(d)
     if reasons:
         raise InfeasibleError("no mapping exists: " + "; ".join(reasons[:8]), culprits=reasons)
@@ -102,14 +116,11 @@ def report(d: MappingData, outcome: Outcome, options: Options) -> dict:
 
 
 def _emit(instance, solution, out_dir, options: Options | None = None) -> dict:
-    from dfopt.codegen.aie.emit import write_mlir
-    from dfopt.codegen.aie.mapping import design_from_mapping
-    from dfopt.codegen.aie.mapping.functional import write_sim
+    from dfopt.codegen.aie.mapping.folder import write_design_folder
 
     version = options.mlir_aie_version if options is not None else "latest"
-    paths = write_mlir(design_from_mapping(instance, solution), out_dir, name=instance.name,
-                       mlir_aie_version=version)
-    return {**paths, **write_sim(instance, solution, out_dir, instance.name)}
+    spec = options.program if options is not None else (instance.options or {}).get("mapping", {}).get("program")
+    return write_design_folder(instance, solution, out_dir, instance.name, mlir_aie_version=version, spec=spec)
 
 
 def _region(instance, options: Options):
@@ -123,8 +134,9 @@ PROBLEM = Problem(
     info=registry.info("mapping"), options=Options, decision=MappingDecision, prepare=prepare,
     formulations=formulations(), default="search", objective=objective, report=report, checks=checks,
     summary=summary, emit=_emit,
-    emit_help="write the MLIR-AIE design as DIR/<name>.mlir and DIR/<name>.generic.mlir, and a Makefile whose "
-              "`make sim` runs the functional model",
+    emit_help="write the design folder: DIR/<name>.mlir (and .generic.mlir), the core kernels (cores/*.cc), "
+              "the XRT host program, data.npz and a Makefile: `make sim` checks it on the host, `make xclbin` and "
+              "`make run` build and run it with AMD's toolchain",
     recorded={"region": _region})
 
 

@@ -14,6 +14,7 @@
 //       alpha = exp(m - m_new); l = alpha * l + rowsum(p); m = m_new (m starts at -inf, l at 0)
 //   dfopt::rescale<R, D>(acc, alpha)          acc[r][:] *= alpha[r] (before acc += p @ v)
 //   dfopt::normalize<R, D>(acc, l, out)       out[r][:] = acc[r][:] / l[r]
+//   dfopt::convert<N>(x, out), dfopt::fill<N>(out, value)   element type changes, constants
 #pragma once
 
 #include <math.h>
@@ -73,6 +74,14 @@ void matmul_bt(const TA* a, const TB* b, TC* c, bool acc) {
 
 template <int N, typename T> void add(const T* a, const T* b, T* out) {
   for (int i = 0; i < N; i++) out[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
+}
+
+template <int N, typename TI, typename TO> void convert(const TI* x, TO* out) {
+  for (int i = 0; i < N; i++) out[i] = from_float<TO>(to_float(x[i]));
+}
+
+template <int N, typename T> void fill(T* out, float value) {
+  for (int i = 0; i < N; i++) out[i] = from_float<T>(value);
 }
 
 template <int N, typename TI, typename TO> void gelu(const TI* x, TO* out) {

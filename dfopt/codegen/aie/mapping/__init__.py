@@ -10,8 +10,9 @@ give every task on a tile as many members). A tile whose FIFO objects do not fit
 even single-buffered runs each member in *steps* instead (the most tokens or blocks one member moves
 on one port): ``iterations`` = bundle factor x steps, and each step moves a share of the member's
 data. The kernel is named after the tasks in member order (``gemm``, ``gemm0_softmax``), object file
-``<kernel>.o``; one symbol has one signature, so tiles whose kernels see other FIFO types get
-numbered variants (``gemm_v1``, ``gemm_v2``). The accesses are the FIFO ends the members' ports use,
+``<kernel>_<col>_<row>.o`` (each core's calls are its own: :mod:`dfopt.codegen.aie.mapping.glue`);
+one symbol has one signature, so tiles whose kernels see other FIFO types get numbered variants
+(``gemm_v1``, ``gemm_v2``). The accesses are the FIFO ends the members' ports use,
 in member and port order, each once; the loop body is the same for every iteration, so when the
 members of one class reach different FIFOs (peers on several tiles) each iteration moves a share of
 each of them (the counts balance over the run; which member's data sits where is the kernel's
@@ -100,6 +101,11 @@ __all__ = ["design_from_mapping"]
 def design_from_mapping(instance: Instance, solution: Solution) -> AieDesign:
     """The validated AIE design of a solved mapping of ``instance`` (see the module docstring);
     CodegenError when no design expresses it."""
+    return _design(instance, solution)[0]
+
+
+def _design(instance: Instance, solution: Solution) -> tuple[AieDesign, _Mapping]:
+    """The design and the recounted mapping it was built from (the FIFO of every port)."""
     m = _load(instance, solution)
     routes = solution.sections["mapping"]["routes"]
     design = _build(m, routes)
@@ -109,7 +115,7 @@ def design_from_mapping(instance: Instance, solution: Solution) -> AieDesign:
         m = replace(m, iterations={**m.iterations, **steps}, fifo_of={}, names=set(), notes=[])
         design = _build(m, routes)
     try:
-        return validate(replace(design, notes=tuple(m.notes)), m.platform)
+        return validate(replace(design, notes=tuple(m.notes)), m.platform), m
     except CodegenError as err:
         if not m.notes:
             raise

@@ -63,7 +63,8 @@ def _links(flows: list) -> list[Link]:
 
 def _cores(m: _Mapping, flows: list) -> list[Core]:
     """One core per tile: accesses in member and port order; kernels named after the tasks, with a
-    numbered variant per further signature."""
+    numbered variant per further signature; each core links its own object (its kernel's calls are
+    its own, :mod:`dfopt.codegen.aie.mapping.glue`)."""
     fifos = {f.name: (flow, f) for flow in flows for f in flow.fifos}
     variants: dict = {}
     cores = []
@@ -80,7 +81,7 @@ def _cores(m: _Mapping, flows: list) -> list[Core]:
         if signature not in kinds:
             kinds[signature] = m.unique(base if not kinds else f"{base}_v{len(kinds)}")
         kernel = kinds[signature]
-        cores.append(Core(t, kernel, f"{kernel}.o", accesses, m.iterations[t]))
+        cores.append(Core(t, kernel, f"{kernel}_{t[0]}_{t[1]}.o", accesses, m.iterations[t]))
     return cores
 
 

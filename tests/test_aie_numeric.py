@@ -1,0 +1,241 @@
+"""The numeric model of mapped AIE designs and the core kernels generated from it
+(dfopt.codegen.aie.mapping.numeric, .glue, .folder): the shipped GEMM and FFN designs (the search's
+and the exact model's) compute the program's numbers with the host-compiled op kernels; the
+emitted core kernels, compiled on the host and run inside the design's data movement, do too
+(``make sim``); the attention designs are refused with the named reason; a changed link offset or
+a changed kernel is caught; random programs; the host program's blocked layout."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from tests.mapping_designs import solved
+
+from dfopt.api import solve_instance
+from dfopt.cli import main
+from dfopt.codegen.aie.mapping.glue import Memory, host_check
+from dfopt.codegen.aie.mapping.numeric import numeric_check, pack, unblock
+from dfopt.dato.examples import ffn_program, gemm_program, program_from_spec
+from dfopt.dato.graph import to_instance
+from dfopt.errors import CodegenError, InstanceError
+from dfopt.reference import to_bf16
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPUTED = ["gemm-4x4x4", "gemm-npu2", "ffn-4x4", "ffn-2x4"]
+ATTENTION = ["attention-4x4", "attention-2x4"]
+
+
+def _need_cxx():
+    if shutil.which("g++") is None and shutil.which("c++") is None:
+        pytest.skip("no C++ compiler")
+
+
+@pytest.mark.parametrize("name", COMPUTED)
+def test_the_shipped_designs_compute_the_programs_numbers(name):
+    _need_cxx()
+    inst, sol = solved(name)
+    report = numeric_check(inst, sol)
+    assert report.faults == [], report.faults
+    assert report.errors and all(e <= (2 if report.dtypes[k] == "bf16" else 1e-4) for k, e in report.errors.items())
+    assert report.kernels and report.summary["kernel_calls"] > 0
+    assert all(not t.faults for t in report.traces)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", COMPUTED)
+def test_the_exact_models_answers_compute_them_too(name):
+    _need_cxx()
+    inst, sol = solved(name, "cpsat")
+    if not sol.ok:
+        pytest.skip(f"the exact model found no mapping within its limit ({sol.status})")
+    assert numeric_check(inst, sol).faults == []
+
+
+@pytest.mark.parametrize("name", ATTENTION)
+def test_the_attention_designs_cannot_compute_the_program_and_say_why(name):
+    """The loop acquires every FIFO end of a tile in every iteration, so a core must send a share
+    of data its members compute only later (a member's whole query block, the rescale factors
+    from the second block on, the row sums at the end): the model names the core, iteration and
+    FIFO (docs/aie.md)."""
+    inst, sol = solved(name)
+    report = numeric_check(inst, sol, kernels="numpy")
+    assert len(report.faults) == 1
+    assert "before it is computed" in report.faults[0] and "iteration" in report.faults[0]
+
+
+def test_a_changed_link_offset_gives_other_numbers(monkeypatch):
+    """Swap the parts of a distribute link: the tag identities still reach some tile, but the
+    numbers come out wrong (or a member never gets its block) -- a fault either way."""
+    import dfopt.codegen.aie.mapping as mapping
+
+    inst, sol = solved("gemm-4x4x4")
+    design, m = mapping._design(inst, sol)
+    k, link = next((k, ln) for k, ln in enumerate(design.links) if len(ln.dst_offsets) > 1
+                   and len(set(ln.dst_offsets)) > 1)
+    swapped = dataclasses.replace(link, dst_offsets=tuple(reversed(link.dst_offsets)))
+    bad = dataclasses.replace(design, links=design.links[:k] + (swapped,) + design.links[k + 1:])
+    monkeypatch.setattr(mapping, "_design", lambda *a: (bad, m))
+    assert numeric_check(inst, sol, kernels="numpy").faults
+
+
+def test_the_gemm_kernels_work_in_place():
+    """Every value of every GEMM core's kernel sits in the objects it acquired (a product whose one
+    use is an allreduce step accumulates on the partial sum): no copies, no arena, only op calls."""
+    inst, sol = solved("gemm-4x4x4")
+    for trace in numeric_check(inst, sol, kernels="numpy").traces:
+        mem = Memory(trace)
+        kept = [a for k, call in enumerate(trace.calls) for i, a in enumerate(call) if (k, i) not in mem.dropped]
+        assert mem.arena_bytes == 0, trace.tile
+        assert {a[0] for a in kept} <= {"op", "copy"}, (trace.tile, {a[0] for a in kept})
+
+
+# -- the design folder -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    out = tmp_path_factory.mktemp("aie") / "ffn"
+    assert main(["solve", str(ROOT / "instances/mapping/ffn-2x4.json"), "--quiet", "--emit-dir", str(out)]) == 0
+    return out
+
+
+def test_the_folder_has_the_kernels_host_and_data(folder):
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["Makefile", "cores", "data.npz", "design.json", "ffn-2x4.generic.mlir", "ffn-2x4.mlir", "host.py",
+                     "include", "sim.json"]
+    meta = json.loads((folder / "design.json").read_text())
+    assert meta["kernels"]["status"] == "written" and len(meta["cores"]) == 8
+    assert [b["name"] for b in meta["buffers"]] == ["W2", "W1", "X", "Y"]      # the runtime sequence's order
+    assert [b["dir"] for b in meta["buffers"]] == ["in", "in", "in", "out"]
+    mlir = (folder / "ffn-2x4.mlir").read_text()
+    for core in meta["cores"]:          # every core links the object its own source builds
+        assert (folder / core["source"]).exists()
+        assert f'link_with = "{Path(core["object"]).name}"' in mlir
+
+
+def test_make_sim_runs_the_emitted_kernels(folder):
+    _need_cxx()
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-C", str(folder), "sim"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASS") == 2 and "core kernels on the host" in done.stdout
+
+
+def test_a_changed_kernel_fails_make_sim(folder, tmp_path):
+    """One core copies its products through instead of applying gelu: the outputs are wrong."""
+    _need_cxx()
+    bad = tmp_path / "bad"
+    shutil.copytree(folder, bad)
+    src = next(p for p in sorted((bad / "cores").iterdir()) if "dfopt::gelu<" in p.read_text())
+    src.write_text(src.read_text().replace("dfopt::gelu<", "dfopt::convert<"))
+    report = host_check(bad)
+    assert report.faults and "from the program's numbers" in report.faults[0]
+
+
+def test_the_toolchain_targets_say_what_is_missing(folder):
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-C", str(folder), "kernels", "PEANO_INSTALL_DIR=/nonexistent"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "no Peano clang++" in done.stderr
+    done = subprocess.run(["make", "-C", str(folder), "xclbin", "PEANO_INSTALL_DIR=/nonexistent"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "no Peano clang++" in done.stderr
+
+
+def test_a_folder_without_kernels_says_why(tmp_path):
+    out = tmp_path / "att"
+    assert main(["solve", str(ROOT / "instances/mapping/attention-2x4.json"), "--quiet", "--emit-dir", str(out)]) == 0
+    meta = json.loads((out / "design.json").read_text())
+    assert meta["kernels"]["status"] == "not generated" and "before it is computed" in meta["kernels"]["reason"]
+    assert not (out / "cores").exists() and not (out / "host.py").exists()
+    if shutil.which("make") is not None:
+        done = subprocess.run(["make", "-C", str(out), "kernels"], capture_output=True, text=True)
+        assert done.returncode == 2 and "no core kernels" in done.stderr
+
+
+def test_the_host_program_packs_as_the_design_reads(folder):
+    """host.py's blocked layout (numpy only) is the numeric model's: the inputs it would write equal
+    the buffers the model runs on, and its unpacking of the model's outputs gives the outputs."""
+    spec = importlib.util.spec_from_file_location("host", folder / "host.py")
+    host = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(host)
+    meta = json.loads((folder / "design.json").read_text())
+    data = np.load(folder / "data.npz")
+    inst, sol = solved("ffn-2x4")
+    report = numeric_check(inst, sol, tensors={k[3:]: data[k] for k in data.files if k.startswith("in_")},
+                           kernels="numpy")
+    for b in meta["buffers"]:
+        if b["dir"] == "in":
+            raw = host.pack(data[f"in_{b['name']}"], b["counts"], b["dtype"])
+            assert np.array_equal(raw.view("<u4").astype(np.int64), pack(data[f"in_{b['name']}"], b["counts"],
+                                                                           b["dtype"]))
+        else:
+            words = report.run.outputs[b["name"]]
+            got = host.unpack(words.astype("<u4").view(np.uint8), b["counts"], b["dtype"], b["shape"])
+            assert np.array_equal(got, report.outputs[b["name"]])
+            assert host.error(got, data[f"out_{b['name']}"], b["dtype"]) <= 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["bf16", "f32"]), st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=3),
+       st.integers(1, 3), st.integers(0, 2 ** 31))
+def test_blocked_layout_round_trips(dtype, counts, inner, seed):
+    shape = tuple(c * inner for c in counts)
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    x = to_bf16(x) if dtype == "bf16" else x
+    width = 2 if dtype == "bf16" else 4
+    words = "i32" if x.size * width % 4 == 0 else "i8"      # what a design uses for such a buffer
+    raw = pack(x, counts, dtype, words)
+    raw = raw.astype("<u4").view(np.uint8) if words == "i32" else raw.astype(np.uint8)
+    assert np.array_equal(unblock(raw, counts, dtype, shape), x)
+    # block (0, ..., 0) is the first run of the buffer
+    first = x[tuple(slice(0, inner) for _ in shape)]
+    assert np.array_equal(unblock(raw[:first.size * width], (1,) * len(shape), dtype, first.shape), first)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["gemm", "gemm-loaders", "ffn"]), st.sampled_from([32, 64]), st.integers(0, 2 ** 16))
+def test_random_programs_compute_their_numbers(kind, size, seed):
+    """GEMM (both forms) and FFN programs at random sizes, mapped by the search: the numeric model
+    gives the program's numbers (or the design builder says why there is no design)."""
+    if kind == "ffn":
+        program, region = ffn_program(tokens=size, d=size, hidden=size, chunks=2), {"columns": [1, 2], "rows": [2, 5]}
+    else:
+        program, region = gemm_program(size * 2, 2, loaders=kind == "gemm-loaders"), {"columns": [0, 3],
+                                                                                      "rows": [2, 5]}
+    inst = to_instance(program, "random", "npu1", region)
+    sol = solve_instance(inst, seed=seed % 7)
+    assume(sol.ok)
+    rng = np.random.default_rng(seed)
+    tensors = {name: rng.standard_normal(t.type.shape).astype(np.float32)
+               for name, t in program.record().tensors.items()
+               if any(op.kind == "load" and op.name == name for i in program.record().instances.values() for op in i.ops)}
+    try:
+        report = numeric_check(inst, sol, program, tensors=tensors, kernels="numpy")
+    except CodegenError as err:
+        assume(False), err
+        return
+    assert report.faults == [], report.faults
+
+
+def test_an_instance_names_its_program_or_is_told():
+    assert program_from_spec({"example": "ffn", "args": {"tokens": 64, "d": 64, "hidden": 64}}).name == "ffn"
+    for spec, where in [({"example": "conv"}, "example"), ({"example": "gemm", "args": {"depth": 2}}, "depth"),
+                        ({"example": "gemm", "args": {"size": 1 << 20}}, "size"),
+                        ({"example": "gemm", "args": {"loaders": 1}}, "loaders"), ("gemm", "program")]:
+        with pytest.raises(InstanceError) as err:
+            program_from_spec(spec)
+        assert where in str(err.value)
+    inst = to_instance(gemm_program(64, 2, loaders=False), "plain", "npu1", {"columns": [0, 3], "rows": [2, 5]})
+    with pytest.raises(CodegenError, match="does not name the Dato program"):
+        numeric_check(inst, solve_instance(inst))
