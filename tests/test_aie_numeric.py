@@ -163,6 +163,19 @@ def test_a_folder_without_kernels_says_why(tmp_path):
         assert done.returncode == 2 and "no core kernels" in done.stderr
 
 
+def test_make_sim_skips_the_kernels_of_an_instance_without_its_program(tmp_path):
+    from dfopt.instance.convert import dump
+
+    inst = to_instance(gemm_program(64, 2, loaders=False), "plain", "npu1", {"columns": [0, 3], "rows": [2, 5]})
+    dump(inst, tmp_path / "plain.json")
+    out = tmp_path / "plain"
+    assert main(["solve", str(tmp_path / "plain.json"), "--quiet", "--emit-dir", str(out)]) == 0
+    assert json.loads((out / "design.json").read_text())["kernels"]["status"] == "no program"
+    if shutil.which("make") is not None:
+        done = subprocess.run(["make", "-C", str(out), "sim"], capture_output=True, text=True)
+        assert done.returncode == 0 and "core kernels: skipped" in done.stdout, done.stdout + done.stderr
+
+
 def test_the_host_program_packs_as_the_design_reads(folder):
     """host.py's blocked layout (numpy only) is the numeric model's: the inputs it would write equal
     the buffers the model runs on, and its unpacking of the model's outputs gives the outputs."""

@@ -24,8 +24,10 @@ file                  what it is
 The core kernels and ``data.npz`` need the Dato program the instance was made from
 (``options.mapping.program``, or ``program=`` from Python); without it, or when the numeric model
 finds that the design cannot compute the program (:mod:`dfopt.codegen.aie.mapping.numeric`),
-the folder has the MLIR and the data-movement check only, and ``design.json`` and the Makefile
-say why. The folder is written atomically (built beside ``DIR`` and renamed).
+the folder has the MLIR and the data-movement check only, and ``design.json`` (``kernels.status``:
+``no program`` or ``not generated``, and the reason) and the Makefile say why; ``make sim`` then
+skips its numeric step without a program and fails it when the model found a fault. The folder
+is written atomically (built beside ``DIR`` and renamed).
 """
 
 from __future__ import annotations
@@ -265,9 +267,10 @@ def write_design_folder(instance: Instance, solution: Solution, out_dir, name: s
         program = program_from_spec(spec)
     if program is not None:
         check_program(instance, program, "options.mapping.program" if spec is not None else "program")
-    status, reason, report = "not generated", "the instance names no Dato program (options.mapping.program)", None
+    status, reason, report = "no program", "the instance names no Dato program (options.mapping.program)", None
     rec = recording(program) if program is not None else None
     if program is not None:
+        status = "not generated"
         try:
             report = numeric_check(instance, solution, program, kernels="numpy")
         except DfoptError as err:

@@ -333,7 +333,9 @@ def host_check(folder, workdir=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dfopt.codegen.aie.mapping.glue DIR``: PASS / FAIL (exit 0 / 1; 2 bad folder)."""
+    """``python -m dfopt.codegen.aie.mapping.glue DIR``: PASS / FAIL (exit 0 / 1; 2 bad folder); a
+    folder whose instance names no program is skipped (exit 0, said)."""
+    import json
     import sys
 
     from dfopt.codegen.aie.mapping.numeric import report_text
@@ -344,6 +346,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("usage: python -m dfopt.codegen.aie.mapping.glue DESIGN_FOLDER\n")
         return 2
     try:
+        kernels = json.loads((Path(args[0]) / "design.json").read_text())["kernels"]
+        if kernels["status"] == "no program":
+            sys.stdout.write(f"core kernels: skipped: {kernels['reason']}\n")
+            return 0
         report = host_check(args[0])
     except (OSError, ValueError, KeyError, TypeError, DfoptError) as err:
         sys.stderr.write(f"core kernels: {args[0]}: {err}\n")

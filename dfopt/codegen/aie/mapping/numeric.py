@@ -780,7 +780,8 @@ def numeric_check(instance: Instance, solution: Solution, program=None, tensors:
     report.faults += [f"deadlock: {w}" for w in result.blocked] + result.faults
     for c in net.cores:
         report.faults += [f"core {c.core.tile}: {w}" for w in c.runner.waiting()]
-        for fifo, sent in c.sent.items():
+        for fifo in sorted(set(c.sent) | set(c.outbox)):
+            sent = c.sent.get(fifo, 0)
             if sent != net.fifo_total(c.core.tile, fifo):
                 report.faults.append(f"core {c.core.tile}: sends {sent} bytes on fifo {fifo}, its members "
                                      f"{net.fifo_total(c.core.tile, fifo)}")
