@@ -262,6 +262,13 @@ class Runner:
                 moved = True
         return moved
 
+    def settle(self) -> bool:
+        """Advance until nothing moves; whether anything did."""
+        moved = False
+        while self.advance():
+            moved = True
+        return moved
+
     def finished(self) -> bool:
         return all(st.pc == len(st.inst.ops) for st in self.states)
 
@@ -273,12 +280,10 @@ class Runner:
 def run_instances(rec: Recording, instances: list[TaskInstance], channels: Channels) -> int:
     """Run ``instances`` to the end over ``channels`` (the ops run); RunError on a deadlock."""
     runner = Runner(rec, instances, channels)
-    while True:
-        moved = runner.advance()
-        if runner.finished():
-            return runner.done
-        if not moved:
-            raise RunError("the program deadlocks: " + "; ".join(runner.waiting()))
+    runner.settle()
+    if not runner.finished():
+        raise RunError("the program deadlocks: " + "; ".join(runner.waiting()))
+    return runner.done
 
 
 def _tensor_types(rec: Recording) -> tuple[dict, dict]:

@@ -32,7 +32,6 @@ is written atomically (built beside ``DIR`` and renamed).
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from pathlib import Path
@@ -43,6 +42,7 @@ import numpy as np
 from dfopt.codegen.aie.design import memory_bytes
 from dfopt.codegen.aie.emit import write_mlir
 from dfopt.codegen.aie.mapping.glue import Memory, source_name, write_cores
+from dfopt.codegen.aie.mapping.numeric import _width
 
 if TYPE_CHECKING:
     from dfopt.instance.types import Instance
@@ -237,7 +237,7 @@ def _buffers(design, m, rec) -> list[dict]:
     out = []
     for k, b in enumerate(design.runtime.buffers):
         entry = {"name": b.name, "arg": k, "dir": "in" if b.name in inputs else "out", "words": b.dtype,
-                 "buffer_shape": list(b.shape), "bytes": int(np.prod(b.shape)) * (4 if b.dtype == "i32" else 1)}
+                 "buffer_shape": list(b.shape), "bytes": int(np.prod(b.shape)) * _width(b.dtype)}
         if rec is not None:
             tensor = rec.tensors[b.name].type
             counts = list(m.layouts[b.name][0]) or [1] * len(tensor.shape)
@@ -265,14 +265,13 @@ def write_design_folder(instance: Instance, solution: Solution, out_dir, name: s
         spec = (instance.options or {}).get("mapping", {}).get("program")
     if program is None and spec is not None:
         program = program_from_spec(spec)
-    if program is not None:
-        check_program(instance, program, "options.mapping.program" if spec is not None else "program")
-    status, reason, report = "no program", "the instance names no Dato program (options.mapping.program)", None
     rec = recording(program) if program is not None else None
-    if program is not None:
+    status, reason, report = "no program", "the instance names no Dato program (options.mapping.program)", None
+    if rec is not None:
+        check_program(instance, rec, "options.mapping.program" if spec is not None else "program")
         status = "not generated"
         try:
-            report = numeric_check(instance, solution, program, kernels="numpy")
+            report = numeric_check(instance, solution, rec, kernels="numpy", built=(design, m))
         except DfoptError as err:
             reason = f"the numeric model cannot run the program on this design: {err}"
         else:
@@ -290,19 +289,18 @@ def write_design_folder(instance: Instance, solution: Solution, out_dir, name: s
         _json(tmp / "sim.json", {"instance": to_dict(instance), "solution": solution.to_dict()})
         cores = []
         if status == "written" and report is not None:
-            paths.update(write_cores(report.traces, tmp, name))
+            memories = {t.tile: Memory(t) for t in report.traces}
+            paths.update(write_cores(report.traces, tmp, name, memories))
             arrays = {f"in_{k}": v for k, v in report.inputs.items()}
             arrays.update({f"out_{k}": v for k, v in report.reference.items()})
-            buf = io.BytesIO()
-            np.savez(buf, **{k: np.asarray(v, np.float32) for k, v in arrays.items()})  # type: ignore[arg-type]
-            (tmp / "data.npz").write_bytes(buf.getvalue())
             paths["data"] = tmp / "data.npz"
+            np.savez(paths["data"], **{k: np.asarray(v, np.float32) for k, v in arrays.items()})  # type: ignore[arg-type]
             used = memory_bytes(design)
             limit = m.platform.npu["compute_tile"]["memory_bytes"]
             cores = [{"tile": list(t.tile), "kernel": t.kernel, "source": f"cores/{source_name(t)}",
-                      "object": f"build/{source_name(t)[:-3]}.o", "arena_bytes": Memory(t).arena_bytes,
+                      "object": f"build/{source_name(t)[:-3]}.o", "arena_bytes": memories[t.tile].arena_bytes,
                       "fifo_and_stack_bytes": used.get(t.tile, 0), "memory_bytes": limit,
-                      "over_memory": Memory(t).arena_bytes + used.get(t.tile, 0) > limit,
+                      "over_memory": memories[t.tile].arena_bytes + used.get(t.tile, 0) > limit,
                       "calls": len(t.calls)} for t in report.traces]
             over = [c["tile"] for c in cores if c["over_memory"]]
             if over:

@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dfopt.codegen.aie.design import AieDesign, Core, memory_bytes
+from dfopt.codegen.aie.design import AieDesign, Core
 from dfopt.codegen.aie.kernels import CTYPES, HEADER, OPS, call_text
+from dfopt.codegen.aie.mapping.numeric import _width
 from dfopt.errors import CodegenError
 
 __all__ = ["core_source", "source_name", "write_cores", "HostCores", "OBJECT_CTYPES"]
@@ -170,15 +171,16 @@ def _action(mem: Memory, call: int, action) -> str:
 def _width_of(trace, at) -> int:
     """The byte offset of (buffer, element)."""
     buf, elem = at
-    return elem * (2 if trace.buffers[buf].dtype == "bf16" else 4)
+    return elem * _width(trace.buffers[buf].dtype)
 
 
-def core_source(trace, design_name: str = "") -> str:
-    """The C++ of one core's kernel (see the module docstring); CodegenError when the trace has a
-    step C cannot express (a strided view, an element type the op kernel does not take)."""
+def core_source(trace, design_name: str = "", mem: Memory | None = None) -> str:
+    """The C++ of one core's kernel (see the module docstring; ``mem``: its :class:`Memory`, when
+    the caller has it); CodegenError when the trace has a step C cannot express (a strided view, an
+    element type the op kernel does not take)."""
     if trace.faults:
         raise CodegenError(f"core {trace.tile}: no kernel source: " + "; ".join(trace.faults[:4]))
-    mem = Memory(trace)
+    mem = mem or Memory(trace)
     col, row = trace.tile
     params = ", ".join(f"{OBJECT_CTYPES[t]}* o{i}" for i, (_, _, t) in enumerate(trace.args))
     objs = ", ".join(f"reinterpret_cast<unsigned char*>(o{i})" for i in range(len(trace.args)))
@@ -208,7 +210,7 @@ def core_source(trace, design_name: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_cores(traces: list, out_dir, design_name: str = "") -> dict:
+def write_cores(traces: list, out_dir, design_name: str = "", memories: dict | None = None) -> dict:
     """``cores/<kernel>_<col>_<row>.cc`` per core and ``include/dfopt_aie_kernels.h``, written
     atomically into ``out_dir``; the paths."""
     from dfopt.io import write_text_atomic
@@ -219,17 +221,11 @@ def write_cores(traces: list, out_dir, design_name: str = "") -> dict:
     paths = {}
     for t in traces:
         path = out / "cores" / source_name(t)
-        write_text_atomic(path, core_source(t, design_name))
+        write_text_atomic(path, core_source(t, design_name, (memories or {}).get(t.tile)))
         paths[f"core_{t.tile[0]}_{t.tile[1]}"] = path
     paths["kernels_header"] = out / "include" / HEADER.name
     write_text_atomic(paths["kernels_header"], HEADER.read_text())
     return paths
-
-
-def memory_report(traces: list, design: AieDesign) -> dict:
-    """Per core tile: (the kernel's arena, the FIFO buffers and stack the design counts)."""
-    used = memory_bytes(design)
-    return {t.tile: (Memory(t).arena_bytes, used.get(t.tile, 0)) for t in traces}
 
 
 class HostCores:

@@ -34,10 +34,9 @@ the larger magnitude (the kernels sum in another order than NumPy), f32 within `
 tensor's largest magnitude. A word never written, a member that never finishes (what it waits
 for) and a FIFO left with unread words are faults too.
 
-Command line (what ``make sim`` in an emitted design folder runs when the instance names its
-program)::
-
-    python -m dfopt.codegen.aie.mapping.numeric sim.json
+The run records what each core's kernel does, call by call (:class:`Trace`): the emitter writes
+that as the core's C++ (:mod:`dfopt.codegen.aie.mapping.glue`), and ``make sim`` runs those
+sources, compiled, in the same data movement.
 
 >>> from dfopt.instance import load
 >>> from dfopt.api import solve_instance
@@ -49,8 +48,6 @@ program)::
 
 from __future__ import annotations
 
-import json
-import sys
 import tempfile
 import time
 from collections import deque
@@ -376,8 +373,7 @@ class _Core:
                     arg += 1
             else:
                 arg += a.count
-        while self.runner.advance():
-            pass
+        self.runner.settle()
         out, arg, sizes = [], 0, iter(produce_sizes)
         for a in core.accesses:
             for _ in range(a.count):
@@ -734,12 +730,13 @@ class _Net:
 # -- the check ------------------------------------------------------------------------------------
 
 def numeric_check(instance: Instance, solution: Solution, program=None, tensors: dict | None = None,
-                  seed: int = 0, kernels: str = "compiled", workdir=None) -> NumericReport:
+                  seed: int = 0, kernels: str = "compiled", workdir=None, built: tuple | None = None) -> NumericReport:
     """Run the mapped design of ``instance`` / ``solution`` with numbers (see the module docstring).
 
     ``program``: the Dato program (a Program or Recording) the instance was made from (default: the
     one ``options.mapping.program`` names); ``tensors``: its inputs (default: seeded normal values,
-    scaled by 1/2); ``kernels``: ``compiled`` (g++, through ctypes) or ``numpy``."""
+    scaled by 1/2); ``kernels``: ``compiled`` (g++, through ctypes) or ``numpy``; ``built``: the design
+    and recounted mapping when the caller has built them (``_design``)."""
     from dfopt.codegen.aie.mapping import _design
     from dfopt.dato.examples import check_program, program_of
     from dfopt.dato.frontend import recording
@@ -747,8 +744,8 @@ def numeric_check(instance: Instance, solution: Solution, program=None, tensors:
     if kernels not in ("compiled", "numpy"):
         raise ValueError(f"kernels must be 'compiled' or 'numpy', got {kernels!r}")
     rec = recording(program if program is not None else program_of(instance))
-    design, m = _design(instance, solution)
     check_program(instance, rec, "program")
+    design, m = built if built is not None else _design(instance, solution)
     report = NumericReport(design, None)
     t0 = time.perf_counter()
     if tensors is None:
@@ -851,28 +848,3 @@ def report_text(report: NumericReport, title: str = "numeric model") -> str:
     lines += [f"  {f}" for f in report.faults]
     lines.append("PASS" if not report.faults else "FAIL")
     return "\n".join(lines) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m dfopt.codegen.aie.mapping.numeric sim.json``: PASS / FAIL with the faults."""
-    from dfopt.errors import DfoptError
-    from dfopt.instance import from_dict, solution_from_dict
-
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m dfopt.codegen.aie.mapping.numeric sim.json\n")
-        return 2
-    try:
-        with open(args[0]) as fh:
-            doc = json.load(fh)
-        report = numeric_check(from_dict(doc["instance"], source=args[0]), solution_from_dict(doc["solution"]))
-    except (OSError, ValueError, KeyError, TypeError, DfoptError) as err:
-        sys.stderr.write(f"numeric model: {args[0]}: {err}\n")
-        return 2
-    sys.stdout.write(report_text(report))
-    return 0 if not report.faults else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
