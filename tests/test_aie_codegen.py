@@ -24,10 +24,12 @@ from dfopt.codegen.aie import (
     Link,
     ObjectFifo,
     Runtime,
+    Step,
     Tile,
     emit_generic_mlir,
     emit_mlir,
     problems,
+    sim,
     validate,
     write_mlir,
 )
@@ -384,16 +386,34 @@ def summarize_generic(module) -> dict:
 
 
 def _summarize_core(core, kernels, call_type) -> dict:
+    """The core's program as ``(trip count, steps)`` pieces: each ``scf.for`` one piece, each call
+    outside a loop a piece of trip count 1."""
     from xdsl.dialects.scf import ForOp
 
     ops = list(core.regions[0].block.ops)
     assert opname(ops[-1]) == "aie.end"
-    loops = [op for op in ops if isinstance(op, ForOp)]
-    assert len(loops) == 1
-    loop = loops[0]
-    trip = loop.ub.owner.value.value.data  # arith.constant
+    pieces: list = []
+    loose: list = []
+    for op in ops:
+        if isinstance(op, ForOp):
+            if loose:
+                pieces.append((1, loose))
+                loose = []
+            pieces.append((op.ub.owner.value.value.data, _summarize_steps(op.body.block.ops, kernels, call_type)))
+            continue
+        step = _summarize_steps([op], kernels, call_type)
+        if loose and step and step[0][0] == "acquire" and loose[-1][0] == "release":
+            pieces.append((1, loose))
+            loose = []
+        loose += step
+    if loose:
+        pieces.append((1, loose))
+    return {"pieces": pieces, "link_with": props(core)["link_with"].data}
+
+
+def _summarize_steps(ops, kernels, call_type) -> list:
     steps = []
-    for op in loop.body.block.ops:
+    for op in ops:
         name = opname(op)
         if name in ("aie.objectfifo.acquire", "aie.objectfifo.release"):
             port = {0: "produce", 1: "consume"}[prop_int(op, "port")]
@@ -405,28 +425,33 @@ def _summarize_core(core, kernels, call_type) -> dict:
             assert callee in kernels, f"func.call @{callee} has no func.func declaration"
             assert tuple(str(a.type) for a in op.arguments) == kernels[callee]
             steps.append(("call", callee))
-    return {"trip": trip, "steps": steps, "link_with": props(core)["link_with"].data}
+    return steps
 
 
 def summarize_design(d: AieDesign) -> dict:
     """The same summary, computed from the design."""
     buffers = {b.name: i for i, b in enumerate(d.runtime.buffers)}
     cores = {}
+    kernels = {}
     for c in d.cores:
-        steps = []
-        for a in c.accesses:
-            steps.append(("acquire", a.fifo, a.port, a.count))
-            steps += [("access", i) for i in range(a.count)]
-        steps.append(("call", c.kernel))
-        steps += [("release", a.fifo, a.port, a.count) for a in c.accesses]
-        cores[c.tile] = {"trip": c.iterations, "steps": steps, "link_with": c.object_file}
+        pieces = []
+        for call, repeat in c.schedule():
+            steps = []
+            for a in call.accesses:
+                steps.append(("acquire", a.fifo, a.port, a.count))
+                steps += [("access", i) for i in range(a.count)]
+            steps.append(("call", call.kernel))
+            steps += [("release", a.fifo, a.port, a.count) for a in call.accesses]
+            pieces.append((repeat, steps))
+            kernels[call.kernel] = design_mod.kernel_signature(d, call)
+        cores[c.tile] = {"pieces": pieces, "link_with": c.object_file}
     return {
         "device": emit_mod.DEVICE_ENUM[d.device],
         "tiles": [t.coord for t in d.tiles],
         "fifos": {f.name: (f.producer, f.consumers, f.depth, f"!aie.objectfifo<{f.element_type}>") for f in d.fifos},
         "links": [(ln.inputs, ln.outputs, ln.src_offsets, ln.dst_offsets) for ln in d.links],
         "cores": cores,
-        "kernels": {c.kernel: design_mod.kernel_signature(d, c) for c in d.cores},
+        "kernels": kernels,
         "dma": [(op.fifo, buffers[op.buffer], op.offsets, op.sizes, op.strides, op.id)
                 for op in d.runtime.ops if isinstance(op, DmaTransfer)],
         "waits": [op.fifo for op in d.runtime.ops if isinstance(op, DmaWait)],
@@ -498,9 +523,9 @@ def test_generic_core_structure_split_join():
     got = summarize_generic(parse_generic(emit_generic_mlir(split_join())))
     assert got["device"] == 4
     assert got["fifos"]["memA0"] == (MEM, (C0,), 2, "!aie.objectfifo<memref<1024xbf16>>")
-    assert got["cores"][C1] == {"trip": 8, "link_with": "softmax.o", "steps": [
+    assert got["cores"][C1] == {"link_with": "softmax.o", "pieces": [(8, [
         ("acquire", "memA1", "consume", 1), ("access", 0), ("acquire", "memC1", "produce", 1), ("access", 0),
-        ("call", "softmax_bf16"), ("release", "memA1", "consume", 1), ("release", "memC1", "produce", 1)]}
+        ("call", "softmax_bf16"), ("release", "memA1", "consume", 1), ("release", "memC1", "produce", 1)])]}
     assert got["kernels"] == {"softmax_bf16": ("memref<1024xbf16>", "memref<1024xbf16>", "i32")}
     assert [(fifo, arg) for fifo, arg, *_ in got["dma"]] == [("inA", 0), ("outC", 1)]
     assert got["waits"] == ["outC"]
@@ -514,8 +539,52 @@ def test_generic_multi_object_acquire():
     assert problems(d) == []
     got = summarize_generic(parse_generic(emit_generic_mlir(d)))
     assert got["kernels"]["pair"] == ("memref<1024xbf16>",) * 3 + ("i32",)
-    assert got["cores"][C0]["steps"][:3] == [("acquire", "memA0", "consume", 2), ("access", 0), ("access", 1)]
+    assert got["cores"][C0]["pieces"][0][1][:3] == [("acquire", "memA0", "consume", 2), ("access", 0), ("access", 1)]
     assert "aie.objectfifo.subview.access %0[1]" in emit_mlir(d)
+
+
+def _stepped(d: AieDesign) -> AieDesign:
+    """split_join with core C1 running a program of steps moving the same 8 objects each way: two
+    calls taking two objects of each FIFO, three taking one, and a last one outside any loop."""
+    a, c = FifoAccess("memA1", "consume"), FifoAccess("memC1", "produce")
+    steps = (Step("sm_pair", (FifoAccess("memA1", "consume", 2), FifoAccess("memC1", "produce", 2)), 2),
+             Step("softmax_bf16", (a, c), 3), Step("sm_last", (c, a), 1))
+    return dataclasses.replace(d, cores=tuple(dataclasses.replace(k, steps=steps, iterations=6) if k.tile == C1
+                                              else k for k in d.cores))
+
+
+def test_a_core_with_steps_emits_its_pieces_in_order_in_both_forms():
+    d = _stepped(split_join())
+    assert problems(d) == []
+    got = summarize_generic(parse_generic(emit_generic_mlir(d)))
+    assert got == summarize_design(d)
+    pieces = got["cores"][C1]["pieces"]
+    assert [(n, [s[1] for s in steps if s[0] == "call"]) for n, steps in pieces] == [
+        (2, ["sm_pair"]), (3, ["softmax_bf16"]), (1, ["sm_last"])]
+    assert got["kernels"]["sm_pair"] == ("memref<1024xbf16>",) * 4 + ("i32",)
+    text = emit_mlir(d)
+    core = text[text.index("%core_1_3"):]
+    core = core[:core.index("link_with")]
+    assert core.count("scf.for") == 2 and core.count("func.call @sm_last") == 1
+    # every object name is defined once in the core (the pieces number them across the core)
+    names = re.findall(r"(%\d+) = aie", core)
+    assert len(names) == len(set(names))
+    run = sim.run(d)
+    assert run.ok and run.objects == sim.run(split_join()).objects
+
+
+def test_a_step_program_is_checked_like_a_loop_body():
+    d = _stepped(split_join())
+    bad = dataclasses.replace(d, cores=tuple(
+        dataclasses.replace(k, steps=(Step("sm-x", k.steps[0].accesses, 0), Step("sm_pair", (), 1),
+                                      Step("sm_pair", (FifoAccess("memA0", "consume"),), 1)))
+        if k.tile == C1 else k for k in d.cores))
+    text = "\n".join(problems(bad))
+    assert "step kernel name 'sm-x' is not a valid symbol name" in text
+    assert "step 'sm-x' repeats 0 times" in text
+    assert "step 'sm_pair' acquires nothing" in text
+    assert "consumes fifo 'memA0' but is not one of its consumers" in text
+    assert "kernel 'sm_pair' is called with" in text
 
 
 # -- 4. validation errors --------------------------------------------------------------------------
@@ -659,7 +728,7 @@ CASES = {
     "kernel bad name": (lambda: _replace_core(split_join(), C0, kernel="soft-max"), r"kernel name 'soft-max' is not"),
     "no object file": (lambda: _replace_core(split_join(), C0, object_file=""), r"needs the object file"),
     "kernel signatures differ": (lambda: _replace_core(split_join(), C1, scalars=()),
-                                 r"kernel 'softmax_bf16' is called with .* here and .* on another core"),
+                                 r"kernel 'softmax_bf16' is called with .* here and .* elsewhere"),
     "kernel name is a fifo name": (lambda: _replace_core(_replace_core(split_join(), C0, kernel="inA"), C1,
                                                          kernel="inA"),
                                    r"kernel and fifo names share one symbol table; rename \['inA'\]"),

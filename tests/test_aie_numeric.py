@@ -2,14 +2,16 @@
 (dfopt.codegen.aie.mapping.numeric, .glue, .folder): the shipped GEMM and FFN designs (the search's
 and the exact model's) compute the program's numbers with the host-compiled op kernels; the
 emitted core kernels, compiled on the host and run inside the design's data movement, do too
-(``make sim``); the attention designs are refused with the named reason; a changed link offset or
-a changed kernel is caught; random programs; the host program's blocked layout."""
+(``make sim``); the attention designs with cores that follow their members' op order (one loop
+body cannot compute them, and says why); a changed link offset or a changed kernel is caught;
+random programs; the host program's blocked layout."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -60,16 +62,61 @@ def test_the_exact_models_answers_compute_them_too(name):
     assert numeric_check(inst, sol).faults == []
 
 
+def _one_loop_body(monkeypatch):
+    """Designs built without core programs in op order: every core one loop body."""
+    import dfopt.codegen.aie.mapping as mapping
+
+    monkeypatch.setattr(mapping, "_ordered", lambda design, m, spec: design)
+
+
 @pytest.mark.parametrize("name", ATTENTION)
-def test_the_attention_designs_cannot_compute_the_program_and_say_why(name):
-    """The loop acquires every FIFO end of a tile in every iteration, so a core must send a share
-    of data its members compute only later (a member's whole query block, the rescale factors
-    from the second block on, the row sums at the end): the model names the core, iteration and
-    FIFO (docs/aie.md)."""
+def test_one_loop_body_cannot_compute_attention_and_says_why(name, monkeypatch):
+    """A loop that acquires every FIFO end of a tile in every iteration makes a core send a share
+    of data its members compute only later (a member's whole query block, the rescale factors from
+    the second block on, the row sums at the end): the model names the core, iteration and FIFO."""
+    import dfopt.codegen.aie.mapping as mapping
+
     inst, sol = solved(name)
-    report = numeric_check(inst, sol, kernels="numpy")
+    _one_loop_body(monkeypatch)
+    design, m = mapping._design(inst, sol)
+    assert not any(c.steps for c in design.cores)
+    report = numeric_check(inst, sol, kernels="numpy", built=(design, m))
     assert len(report.faults) == 1
     assert "before it is computed" in report.faults[0] and "iteration" in report.faults[0]
+
+
+@pytest.mark.parametrize("name", ATTENTION)
+def test_the_attention_designs_follow_the_op_order_and_compute_the_program(name):
+    """With the program named, every attention core runs a program of steps in its members' op
+    order (dfopt.codegen.aie.mapping.order): the same objects cross every FIFO as with one loop
+    body, and the numbers are the program's, with the host-compiled kernels."""
+    _need_cxx()
+    inst, sol = solved(name)
+    report = numeric_check(inst, sol)
+    assert report.faults == [], report.faults
+    assert all(c.steps for c in report.design.cores)
+    assert any("members' op order" in n for n in report.design.notes)
+    assert report.errors["O"] <= 2
+    assert all(not t.faults for t in report.traces)
+    for c, t in zip(report.design.cores, report.traces):
+        assert len(t.calls) == c.calls() == sum(s.repeat for s in c.steps)
+        assert set(t.call_kernels) == {s.kernel for s in c.steps} == set(t.entries)
+
+
+def test_the_op_order_moves_what_one_loop_body_moves(monkeypatch):
+    """The data-movement model of the stepped design moves the same objects over every FIFO as the
+    one-loop design, and the functional check of the mapping accepts it."""
+    import dfopt.codegen.aie.mapping as mapping
+    from dfopt.codegen.aie.mapping.functional import functional_check
+    from dfopt.codegen.aie.sim import run
+
+    inst, sol = solved("attention-2x4")
+    stepped, _ = mapping._design(inst, sol)
+    _one_loop_body(monkeypatch)
+    plain, _ = mapping._design(inst, sol)
+    a, b = run(stepped), run(plain)
+    assert a.ok and b.ok and a.objects == b.objects
+    assert functional_check(inst, sol, stepped).faults == []
 
 
 def test_a_changed_link_offset_gives_other_numbers(monkeypatch):
@@ -152,7 +199,8 @@ def test_the_toolchain_targets_say_what_is_missing(folder):
     assert done.returncode == 2 and "no Peano clang++" in done.stderr
 
 
-def test_a_folder_without_kernels_says_why(tmp_path):
+def test_a_folder_without_kernels_says_why(tmp_path, monkeypatch):
+    _one_loop_body(monkeypatch)
     out = tmp_path / "att"
     assert main(["solve", str(ROOT / "instances/mapping/attention-2x4.json"), "--quiet", "--emit-dir", str(out)]) == 0
     meta = json.loads((out / "design.json").read_text())
@@ -161,6 +209,26 @@ def test_a_folder_without_kernels_says_why(tmp_path):
     if shutil.which("make") is not None:
         done = subprocess.run(["make", "-C", str(out), "kernels"], capture_output=True, text=True)
         assert done.returncode == 2 and "no core kernels" in done.stderr
+
+
+def test_make_sim_passes_on_the_attention_design(tmp_path):
+    """The stepped attention design's folder: one symbol per step signature in each core's file,
+    declared in the MLIR, and ``make sim`` PASS with the emitted kernels."""
+    _need_cxx()
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    out = tmp_path / "att"
+    assert main(["solve", str(ROOT / "instances/mapping/attention-2x4.json"), "--quiet", "--emit-dir", str(out)]) == 0
+    meta = json.loads((out / "design.json").read_text())
+    assert meta["kernels"]["status"] == "written"
+    mlir = (out / "attention-2x4.mlir").read_text()
+    for core in meta["cores"]:
+        text = (out / core["source"]).read_text()
+        for symbol in re.findall(r'extern "C" void DFOPT_ENTRY\((\w+)\)', text):
+            assert f"func.func private @{symbol}(" in mlir
+    done = subprocess.run(["make", "-C", str(out), "sim"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASS") == 2
 
 
 def test_make_sim_skips_the_kernels_of_an_instance_without_its_program(tmp_path):

@@ -203,11 +203,20 @@ def _check_cores(design: AieDesign) -> list[str]:
             out.append(f"{where}: needs the object file of kernel {c.kernel!r}")
         if not isinstance(c.iterations, int) or c.iterations < 1:
             out.append(f"{where}: iterations must be an integer >= 1, got {c.iterations!r}")
-        out += _check_accesses(where, c, fifos)
-        sig = kernel_signature(design, c)
-        if signatures.setdefault(c.kernel, sig) != sig:
-            out.append(f"{where}: kernel {c.kernel!r} is called with {list(sig)} here and "
-                       f"{list(signatures[c.kernel])} on another core")
+        calls = [call for call, _ in c.schedule()] if c.steps else [c]
+        for s in c.steps:
+            if not isinstance(s.kernel, str) or not _SYMBOL.match(s.kernel):
+                out.append(f"{where}: step kernel name {s.kernel!r} is not a valid symbol name")
+            if not isinstance(s.repeat, int) or s.repeat < 1:
+                out.append(f"{where}: step {s.kernel!r} repeats {s.repeat!r} times; expected an integer >= 1")
+            if not s.accesses:
+                out.append(f"{where}: step {s.kernel!r} acquires nothing")
+        for call in calls:
+            out += _check_accesses(where, call, fifos)
+            sig = kernel_signature(design, call)
+            if signatures.setdefault(call.kernel, sig) != sig:
+                out.append(f"{where}: kernel {call.kernel!r} is called with {list(sig)} here and "
+                           f"{list(signatures[call.kernel])} elsewhere")
     clash = sorted(set(signatures) & set(fifos))
     if clash:
         out.append(f"kernel and fifo names share one symbol table; rename {clash}")

@@ -15,6 +15,8 @@ design                        MLIR-AIE (see :mod:`dfopt.codegen.aie.emit`)
 ``Core`` + ``FifoAccess``     ``aie.core(%tile) { scf.for { acquire; subview.access; func.call;
                               release } aie.end } {link_with = "k.o"}`` and one
                               ``func.func private @kernel(...)`` declaration per kernel
+``Core.steps`` (``Step``)     the same per step, one after another (an ``scf.for`` for a step
+                              that repeats), each step calling its own kernel symbol
 ``Runtime``                   ``aiex.runtime_sequence @name(%arg0: memref<...>, ...)``
 ``DmaTransfer`` / ``DmaWait`` ``aiex.npu.dma_memcpy_nd`` / ``aiex.npu.dma_wait``
 ============================  =================================================================
@@ -52,7 +54,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dfopt.ir.itensor import DTYPE_BITS
 from dfopt.ir.platform import Platform, load_preset
@@ -163,9 +165,25 @@ class FifoAccess:
 
 
 @dataclass(frozen=True)
+class Step:
+    """``repeat`` calls of ``kernel``, each acquiring ``accesses`` (in order), calling the kernel
+    with the acquired objects and releasing them: one piece of a core's program."""
+
+    kernel: str
+    accesses: tuple
+    repeat: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "accesses", tuple(self.accesses))
+
+
+@dataclass(frozen=True)
 class Core:
     """The program of a compute tile: ``iterations`` times acquire, call ``kernel`` (linked from
-    ``object_file``) with the acquired objects and then the ``scalars`` (``i32``), release."""
+    ``object_file``) with the acquired objects and then the ``scalars`` (``i32``), release. A core
+    with ``steps`` runs them in order instead (each step its own kernel symbol and accesses; the
+    core's ``kernel`` and ``accesses`` then name what the steps share: the base name, every FIFO
+    end once, and ``iterations`` the number of calls)."""
 
     tile: tuple[int, int]
     kernel: str
@@ -173,11 +191,34 @@ class Core:
     accesses: tuple
     iterations: int = 1
     scalars: tuple = ()
+    steps: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "tile", _coord(self.tile))
         object.__setattr__(self, "accesses", tuple(self.accesses))
         object.__setattr__(self, "scalars", tuple(self.scalars))
+        object.__setattr__(self, "steps", tuple(self.steps))
+
+    def schedule(self) -> list[tuple[Core, int]]:
+        """The core's program as ``(call, repeat)`` pairs: ``call`` a Core whose ``kernel`` and
+        ``accesses`` are those of one call, run ``repeat`` times in a row.
+
+        >>> c = Core((1, 2), "k", "k.o", (FifoAccess("a", "consume"),), 3)
+        >>> [(call.kernel, n) for call, n in c.schedule()]
+        [('k', 3)]
+        >>> s = Core((1, 2), "k", "k.o", (FifoAccess("a", "consume"), FifoAccess("b", "produce")), 3,
+        ...          steps=(Step("k_0", (FifoAccess("a", "consume"),), 2), Step("k_1", (FifoAccess("b", "produce"),))))
+        >>> [(call.kernel, [a.fifo for a in call.accesses], n) for call, n in s.schedule()]
+        [('k_0', ['a'], 2), ('k_1', ['b'], 1)]
+        """
+        if not self.steps:
+            return [(self, self.iterations)]
+        return [(replace(self, kernel=s.kernel, accesses=s.accesses, iterations=s.repeat, steps=()), s.repeat)
+                for s in self.steps]
+
+    def calls(self) -> int:
+        """How many times the core calls a kernel."""
+        return sum(n for _, n in self.schedule())
 
 
 @dataclass(frozen=True)
@@ -410,7 +451,8 @@ def bank_fallbacks(design: AieDesign, platform: Platform | None = None) -> list[
 
 
 def kernel_signature(design: AieDesign, core: Core) -> tuple:
-    """The argument types of ``core``'s kernel: one memref per acquired object, then ``i32``s."""
+    """The argument types of ``core``'s kernel: one memref per acquired object, then ``i32``s (of
+    one call: a core with steps has one kernel per step, :meth:`Core.schedule`)."""
     fifos = {f.name: f for f in design.fifos}
     types = []
     for a in core.accesses:

@@ -20,7 +20,9 @@ Mapping, in the order of the output:
 6. per core ``%core_c_r = aie.core(%tile_c_r) { %c0, %cN, %c1 = arith.constant ... : index;
    scf.for %arg0 = %c0 to %cN step %c1 { acquire + subview.access per FifoAccess (Consume /
    Produce, count), the i32 scalars, func.call @kernel(objects..., scalars...), release per
-   FifoAccess } aie.end } {link_with = "kernel.o"}``;
+   FifoAccess } aie.end } {link_with = "kernel.o"}``; a core with steps has one such body per
+   step, one after another (in an ``scf.for`` of its own when the step repeats), each calling its
+   step's kernel, the objects numbered across the core;
 7. ``aie.runtime_sequence @sequence(%arg0: memref<...>, ...) { aiex.npu.dma_memcpy_nd(
    %arg0[offsets][sizes][strides]) {id = n : i64, issue_token = true, metadata = @fifo} :
    memref<...>; aiex.npu.dma_wait {symbol = @fifo} }``, the arguments in ``Runtime.buffers``
@@ -44,8 +46,7 @@ first, distribute ``([] [0, 1024])`` and join ``([0, 1024] [])`` links, ``%c1024
 Not emitted: packet flows and packet-switched FIFOs, cascade (``aie.cascade_flow``,
 ``put/get_cascade``), data layout transformations (``dimensionsToStream`` /
 ``dimensionsFromStream``, padding), per-endpoint depths, ``repeat_count``, ``via_DMA``, RTP and
-other ``aie.buffer``/lock use, trace, nested loops or several kernel calls per iteration (e.g.
-a zero-fill before a K-reduction), ``aiex.dma_configure_task_for`` tasks. Later mlir-aie changes
+other ``aie.buffer``/lock use, trace, nested loops, ``aiex.dma_configure_task_for`` tasks. Later mlir-aie changes
 followed: ``aie.runtime_sequence`` (PR #2708, Nov 2025, by ``mlir_aie_version``); not followed:
 acquires returning memrefs without a subview and ``link_with`` on the ``func.func`` (2026);
 since PR #2397 (Jun 2025) ``npu1`` is the 4-column array (columns 0-3, a shim DMA in each), not
@@ -149,19 +150,35 @@ class _Plan:
             self.tile[t.coord] = name
         self.kernels: dict[str, tuple] = {}
         for c in design.cores:
-            self.kernels.setdefault(c.kernel, kernel_signature(design, c))
+            for call, _ in c.schedule():
+                self.kernels.setdefault(call.kernel, kernel_signature(design, call))
 
     def loop_constants(self, core: Core) -> list[tuple[str, int]]:
-        """``(name, value)`` of the index constants ``0``, ``iterations``, ``1``, deduplicated."""
+        """``(name, value)`` of the index constants ``0``, the loop counts, ``1``, deduplicated."""
         out: dict[str, int] = {}
-        for v in (0, core.iterations, 1):
+        counts = [n for _, n in core.schedule() if n > 1] if core.steps else [core.iterations]
+        for v in (0, *counts, 1):
             out.setdefault(f"c{v}", v)
         return list(out.items())
 
-    def body(self, core: Core) -> list[tuple[str, dict]]:
+    def pieces(self, core: Core) -> list[tuple[int, list]]:
+        """A core with steps: ``(repeat, body)`` per step, in order, the objects numbered across
+        the core (the core's scalar constants come first, :meth:`scalars`)."""
+        out, n = [], 0
+        for call, repeat in core.schedule():
+            body = self.body(call, n, scalars=False)
+            n += sum(1 for kind, _ in body if kind in ("acquire", "access"))
+            out.append((repeat, body))
+        return out
+
+    def scalars(self, core: Core) -> list[tuple[str, dict]]:
+        return [("scalar", dict(res=f"%c{v}_i32", value=v)) for v in dict.fromkeys(core.scalars)]
+
+    def body(self, core: Core, n: int = 0, scalars: bool = True) -> list[tuple[str, dict]]:
         """The loop body as ``(kind, fields)`` steps, the fields of the ``STEPS_*`` line of that
-        kind; objects are named ``%0, %1, ...``."""
-        steps, args, n = [], [], 0
+        kind; objects are named ``%n, %n+1, ...`` (``scalars``: with the scalar constants)."""
+        steps: list[tuple[str, dict]] = []
+        args = []
         for a in core.accesses:
             f = self.fifos[a.fifo]
             sub = f"!aie.objectfifosubview<{f.element_type}>"
@@ -171,8 +188,8 @@ class _Plan:
                 steps.append(("access", dict(res=f"%{n}", view=view, i=i, sub=sub, elem=f.element_type)))
                 args.append((f"%{n}", f.element_type))
                 n += 1
-        for v in dict.fromkeys(core.scalars):
-            steps.append(("scalar", dict(res=f"%c{v}_i32", value=v)))
+        if scalars:
+            steps += self.scalars(core)
         args += [(f"%c{v}_i32", "i32") for v in core.scalars]
         steps.append(("call", dict(kernel=core.kernel, names=", ".join(name for name, _ in args),
                                    types=", ".join(t for _, t in args))))
@@ -242,11 +259,20 @@ def _core_custom(p: _Plan, core: Core, depth: int) -> list[str]:
     out = [f"{ind}%core_{col}_{row} = aie.core(%{p.tile[core.tile]}) {{"]
     consts = p.loop_constants(core)
     out += [f"{ind1}%{name} = arith.constant {v} : index" for name, v in consts]
-    ub = f"%c{core.iterations}"
-    out.append(f"{ind1}scf.for %arg0 = %c0 to {ub} step %c1 {{")
-    for kind, fields in p.body(core):
-        out.append(ind2 + STEPS_CUSTOM[kind].format(**fields))
-    out += [f"{ind1}}}", f"{ind1}aie.end", f'{ind}}} {{link_with = "{core.object_file}"}}']
+    if core.steps:
+        out += [ind1 + STEPS_CUSTOM[kind].format(**fields) for kind, fields in p.scalars(core)]
+        for k, (repeat, body) in enumerate(p.pieces(core)):
+            inner = ind2 if repeat > 1 else ind1
+            if repeat > 1:
+                out.append(f"{ind1}scf.for %arg{k} = %c0 to %c{repeat} step %c1 {{")
+            out += [inner + STEPS_CUSTOM[kind].format(**fields) for kind, fields in body]
+            if repeat > 1:
+                out.append(f"{ind1}}}")
+    else:
+        out.append(f"{ind1}scf.for %arg0 = %c0 to %c{core.iterations} step %c1 {{")
+        out += [ind2 + STEPS_CUSTOM[kind].format(**fields) for kind, fields in p.body(core)]
+        out.append(f"{ind1}}}")
+    out += [f"{ind1}aie.end", f'{ind}}} {{link_with = "{core.object_file}"}}']
     return out
 
 
@@ -314,10 +340,17 @@ def _core_generic(p: _Plan, core: Core, depth: int) -> list[str]:
            f'<{{link_with = "{core.object_file}", stack_size = 1024 : i32}}> ({{']
     out += [f'{ind1}%{name} = "arith.constant"() <{{value = {v} : index}}> : () -> index'
             for name, v in p.loop_constants(core)]
-    out += [f'{ind1}"scf.for"(%c0, %c{core.iterations}, %c1) ({{', f"{ind1}^bb0(%arg0: index):"]
-    out += [ind2 + STEPS_GENERIC[kind].format(**fields) for kind, fields in p.body(core)]
-    out += [f'{ind2}"scf.yield"() : () -> ()', f"{ind1}}}) : (index, index, index) -> ()",
-            f'{ind1}"aie.end"() : () -> ()', f"{ind}}}) : (index) -> index"]
+    loops = [(repeat, body) for repeat, body in p.pieces(core)] if core.steps else [(core.iterations, p.body(core))]
+    if core.steps:
+        out += [ind1 + STEPS_GENERIC[kind].format(**fields) for kind, fields in p.scalars(core)]
+    for k, (repeat, body) in enumerate(loops):
+        if repeat == 1 and core.steps:
+            out += [ind1 + STEPS_GENERIC[kind].format(**fields) for kind, fields in body]
+            continue
+        out += [f'{ind1}"scf.for"(%c0, %c{repeat}, %c1) ({{', f"{ind1}^bb0(%arg{k}: index):"]
+        out += [ind2 + STEPS_GENERIC[kind].format(**fields) for kind, fields in body]
+        out += [f'{ind2}"scf.yield"() : () -> ()', f"{ind1}}}) : (index, index, index) -> ()"]
+    out += [f'{ind1}"aie.end"() : () -> ()', f"{ind}}}) : (index) -> index"]
     return out
 
 

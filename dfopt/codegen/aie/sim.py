@@ -7,8 +7,9 @@ What it models (mlir-aie's object FIFO semantics, ``AIEObjectFifoStatefulTransfo
 * a FIFO that needs DMAs has ``depth`` buffers at its producer and ``depth`` at each consumer; a
   DMA moves the oldest full producer buffer to every consumer once each has a free one (a
   broadcast waits for all); a FIFO through shared memory has one pool of ``depth`` buffers;
-* a core runs ``iterations`` times: it acquires its accesses in order, each blocking until the
-  objects are there (``consume``) or free (``produce``) while it holds what it already has; then
+* a core runs ``iterations`` times (a core with steps: each step, ``repeat`` times, in order,
+  :meth:`~dfopt.codegen.aie.design.Core.schedule`): it acquires the call's accesses in order,
+  each blocking until the objects are there (``consume``) or free (``produce``) while it holds what it already has; then
   the kernel runs on the acquired objects; then it releases them all;
 * a distribute link at a mem tile takes the oldest object of its input and, once every output has
   a free producer buffer, writes each output its slice from ``dst_offsets``; a join takes one
@@ -141,12 +142,43 @@ class _Model:
         self.objects[name] += 1
 
 
+def _calls(m: _Model, core: Core, kernel):
+    """The core's calls in order: its schedule, or, for a kernel that decides its next call as it
+    goes, what it asks for: ``next_call(iteration, can)`` returns a Core naming the call's kernel and
+    accesses, None when it is done, or a text saying what it waits for (it is asked again once
+    something moved); ``can(access)`` says whether an acquire would succeed now. A text yielded
+    here is a wait."""
+    if hasattr(kernel, "next_call"):
+        def can(a) -> bool:
+            if a.port == "consume":
+                buf = m.cons[(a.fifo, core.tile)]
+                return len(buf.full) - buf.held >= a.count
+            return m.prod[a.fifo].room() >= a.count
+
+        it = 0
+        while (call := kernel.next_call(it, can)) is not None:
+            if isinstance(call, str):
+                yield f"core {core.tile} call {it}: {call}"
+                continue
+            yield call
+            it += 1
+        return
+    for call, repeat in core.schedule():
+        for _ in range(repeat):
+            yield call
+
+
 def _core_process(m: _Model, core: Core, index: int):
     """A generator: yields a wait text while blocked, returns when the loop is done."""
     kernel = m.kernels.get(core.tile) or tag_kernel(index)
-    for it in range(core.iterations):
+    it = -1
+    for call in _calls(m, core, kernel):
+        if isinstance(call, str):
+            yield call
+            continue
+        it += 1
         held: list = []
-        for a in core.accesses:
+        for a in call.accesses:
             f = m.fifos[a.fifo]
             if a.port == "consume":
                 buf = m.cons[(a.fifo, core.tile)]
@@ -168,7 +200,7 @@ def _core_process(m: _Model, core: Core, index: int):
                 consumed.append(objs)
                 m.received.setdefault((core.tile, a.fifo), []).extend(objs)
         sizes = [f.numel for a, f, _ in held if a.port == "produce" for _ in range(a.count)]
-        produced = iter(kernel(core, it, consumed, sizes))
+        produced = iter(kernel(call, it, consumed, sizes))
         for a, _, buf in held:
             if a.port == "consume":
                 buf.held -= a.count
@@ -271,8 +303,10 @@ def host_inputs(design: AieDesign) -> dict:
 def run(design: AieDesign, inputs: dict | None = None, kernels: dict | None = None,
         max_steps: int = 10_000_000) -> AieRun:
     """Run the design (see the module docstring). ``inputs``: host buffer -> flat array (default
-    :func:`host_inputs`); ``kernels``: core tile -> ``kernel(core, iteration, consumed objects per
-    consume access, sizes of the produced objects) -> produced objects`` (default tags)."""
+    :func:`host_inputs`); ``kernels``: core tile -> ``kernel(call, iteration, consumed objects per
+    consume access, sizes of the produced objects) -> produced objects`` (default tags), ``call``
+    the Core of this call (its kernel and accesses, :meth:`~dfopt.codegen.aie.design.Core.schedule`);
+    a kernel with a ``next_call`` method decides the core's calls as it goes (:func:`_calls`)."""
     t0 = time.perf_counter()
     if design.runtime is None:
         raise ValueError("the design has no runtime sequence to run")

@@ -16,7 +16,10 @@ one symbol has one signature, so tiles whose kernels see other FIFO types get nu
 in member and port order, each once; the loop body is the same for every iteration, so when the
 members of one class reach different FIFOs (peers on several tiles) each iteration moves a share of
 each of them (the counts balance over the run; which member's data sits where is the kernel's
-business).
+business). When the instance names its Dato program (``options.mapping.program``) and one loop
+body cannot compute it (a core would have to send data its members compute only later, as in the
+attention pipeline), every core gets a program of steps in its members' op order instead
+(:mod:`dfopt.codegen.aie.mapping.order`), said in a note.
 
 **Streams.** A stream inside a tile is a local buffer (no FIFO). Between tiles every port has the
 mapping's channel class (task, role) and mode (``shared``: neighbours through a data memory, or
@@ -114,12 +117,32 @@ def _design(instance: Instance, solution: Solution) -> tuple[AieDesign, _Mapping
         steps = {t: m.iterations[t] * _steps(m, t) for t in over}
         m = replace(m, iterations={**m.iterations, **steps}, fifo_of={}, names=set(), notes=[])
         design = _build(m, routes)
+    spec = (instance.options or {}).get("mapping", {}).get("program")
+    if spec is not None and design.runtime is not None:
+        design = _ordered(design, m, spec)
     try:
         return validate(replace(design, notes=tuple(m.notes)), m.platform), m
     except CodegenError as err:
         if not m.notes:
             raise
         raise CodegenError(f"{err}\n  note: " + "\n  note: ".join(m.notes)) from err
+
+
+def _ordered(design: AieDesign, m: _Mapping, spec: dict) -> AieDesign:
+    """The design with cores that follow their members' op order when one loop body cannot compute
+    the program (:mod:`dfopt.codegen.aie.mapping.order`)."""
+    from dfopt.codegen.aie.mapping.order import ordered_design
+    from dfopt.dato.examples import program_from_spec
+    from dfopt.dato.frontend import recording
+
+    try:
+        validate(design, m.platform)
+    except CodegenError:
+        return design                          # the validator's message comes below
+    design, note = ordered_design(design, m, recording(program_from_spec(spec)))
+    if note:
+        m.notes.append(note)
+    return design
 
 
 def _build(m: _Mapping, routes: list) -> AieDesign:

@@ -162,14 +162,16 @@ def unpack(raw, counts, dtype, shape):
 
 
 def error(got, want, dtype):
-    """bf16: the largest difference in bf16 ulps of the larger magnitude; f32: relative to max |want|."""
+    """bf16: the largest difference in bf16 ulps of the larger magnitude (at least 1/{floor} of max
+    |want|); f32: relative to max |want|."""
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     if np.isnan(got).any():
         return float("inf")
     if not diff.size:
         return 0.0
     if dtype == "bf16":
-        mag = np.maximum(np.abs(got), np.abs(want)).astype(np.float64)
+        mag = np.maximum(np.maximum(np.abs(got), np.abs(want)).astype(np.float64),
+                         float(np.abs(want).max()) / {floor})
         return float((diff / np.maximum(2.0 ** (np.floor(np.log2(np.maximum(mag, 1e-30))) - 7), 2.0 ** -133)).max())
     return float(diff.max() / (float(np.abs(want).max()) or 1.0))
 
@@ -252,7 +254,7 @@ def write_design_folder(instance: Instance, solution: Solution, out_dir, name: s
     paths written (final locations). ``program``: the Dato program, or ``spec`` naming a shipped one
     (default: the one the instance names, if any)."""
     from dfopt.codegen.aie.mapping import _design
-    from dfopt.codegen.aie.mapping.numeric import BF16_ULPS, F32_RTOL, numeric_check
+    from dfopt.codegen.aie.mapping.numeric import BF16_FLOOR, BF16_ULPS, F32_RTOL, numeric_check
     from dfopt.dato.examples import check_program, program_from_spec
     from dfopt.dato.frontend import recording
     from dfopt.errors import DfoptError
@@ -306,7 +308,7 @@ def write_design_folder(instance: Instance, solution: Solution, out_dir, name: s
             if over:
                 reason = (f"the kernels' arenas and FIFO buffers exceed the {limit}-byte data memory of core(s) "
                           f"{over[:6]}: the build would not link")
-            host = HOST_PY.format(name=name, ulps=BF16_ULPS, rtol=F32_RTOL)
+            host = HOST_PY.format(name=name, ulps=BF16_ULPS, rtol=F32_RTOL, floor=BF16_FLOOR)
             (tmp / "host.py").write_text(host)
             paths["host"] = tmp / "host.py"
         _json(tmp / "design.json", {"name": name, "device": design.device, "buffers": buffers, "cores": cores,

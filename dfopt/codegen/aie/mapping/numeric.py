@@ -30,9 +30,10 @@ as the data they have allows:
 
 The outputs (what the shim transfers wrote into the host buffers, unblocked) must equal the
 program's numbers from :func:`dfopt.dato.run.run` on the same inputs: bf16 within two bf16 ulps of
-the larger magnitude (the kernels sum in another order than NumPy), f32 within ``1e-4`` of the
-tensor's largest magnitude. A word never written, a member that never finishes (what it waits
-for) and a FIFO left with unread words are faults too.
+the larger magnitude (the kernels sum in another order than NumPy), that magnitude at least 1/256 of
+the tensor's largest (a sum that cancels to near zero keeps its terms' rounding error), f32 within
+``1e-4`` of the tensor's largest magnitude. A word never written, a member that never finishes
+(what it waits for) and a FIFO left with unread words are faults too.
 
 The run records what each core's kernel does, call by call (:class:`Trace`): the emitter writes
 that as the core's C++ (:mod:`dfopt.codegen.aie.mapping.glue`), and ``make sim`` runs those
@@ -75,8 +76,11 @@ __all__ = ["numeric_check", "NumericReport", "Trace", "Buffer", "tile_ops", "hos
            "compare_outputs", "report_text"]
 
 _INDEX = (1 << WRITER_SHIFT) - 1
-#: bf16 outputs: the error allowed, in bf16 ulps of the larger magnitude; f32: relative to the max
+#: bf16 outputs: the error allowed, in bf16 ulps of the larger magnitude, that magnitude taken as at
+#: least 1/BF16_FLOOR of the tensor's largest (a sum that cancels to near zero keeps the absolute
+#: rounding error of its terms); f32: relative to the max
 BF16_ULPS = 2
+BF16_FLOOR = 256
 F32_RTOL = 1e-4
 
 
@@ -265,15 +269,18 @@ class Trace:
     other way into a produced object; ``("op", TileOp, [(buf, element), ...])`` one kernel call
     with a pointer per argument; ``("fill", buf, n, value)`` sets ``n`` elements;
     ``("convert", (buf, element), (buf, element), n)`` changes the element type of ``n`` elements,
-    ``("copy", (buf, element), (buf, element), bytes)`` copies. ``args``: the
-    kernel's parameters, ``(fifo, port, element type)`` per acquired object, in call order."""
+    ``("copy", (buf, element), (buf, element), bytes)`` copies. ``entries``: per kernel symbol the
+    core calls, its parameters, ``(fifo, port, element type)`` per acquired object in order;
+    ``call_kernels``: the symbol of each call (one symbol for a core with one loop body, one per
+    step signature for a core with steps)."""
 
     tile: tuple
     kernel: str
     members: list
-    args: list
+    entries: dict = field(default_factory=dict)
     buffers: list = field(default_factory=list)
     calls: list = field(default_factory=list)
+    call_kernels: list = field(default_factory=list)
     faults: list = field(default_factory=list)
 
 
@@ -306,25 +313,41 @@ class _Core:
 
     def __init__(self, net: _Net, index: int, core, members: list[str], numel: dict):
         self.net, self.index, self.core, self.members = net, index, core, members
-        produced = [(numel[a.fifo] * a.count * core.iterations, net.widths[a.fifo])
-                    for a in core.accesses if a.port == "produce"]
-        words, nbytes = sum(n for n, _ in produced), sum(n * w for n, w in produced)
+        # the bytes this core sends lie FIFO after FIFO (``base``); ``word_start`` says where the word
+        # of each running count of the tag run lies (the count runs over the core's schedule, so a
+        # program of steps and a loop body sending the same bytes number them differently)
+        schedule = core.schedule()
+        totals: dict[str, int] = {}
+        for call, repeat in schedule:
+            for a in call.accesses:
+                if a.port == "produce":
+                    totals[a.fifo] = totals.get(a.fifo, 0) + numel[a.fifo] * a.count * repeat
+        self.base, nbytes = {}, 0
+        for fifo, words in totals.items():
+            self.base[fifo] = nbytes
+            nbytes += words * net.widths[fifo]
+        starts, at = [], dict.fromkeys(totals, 0)
+        for call, repeat in schedule:
+            for _ in range(repeat):
+                for a in call.accesses:
+                    if a.port == "produce":
+                        n, w = numel[a.fifo] * a.count, net.widths[a.fifo]
+                        starts.append(self.base[a.fifo] + (at[a.fifo] + np.arange(n, dtype=np.int64)) * w)
+                        at[a.fifo] += n
+        self.word_start = np.concatenate(starts + [np.zeros(1, np.int64)])
         # where the bytes of every word this core produces come from: (token id, byte in the token)
-        self.word_start = np.zeros(words + 1, np.int64)
         self.ident_token = np.zeros(nbytes, np.int64)
         self.ident_offset = np.zeros(nbytes, np.int64)
-        self.byte_count = 0
-        self.count = 0                                             # words produced (the tag run's count)
         self.local: dict[tuple, deque] = {}                        # stream / partial key -> values
         # ("block", name, b) | ("token", id) -> [bytes, have, buffer, value]
         self.slots: dict[tuple, list] = {}
         self.next_get: dict[str, int] = {}                         # stream -> index of the next get
-        # fifo -> per member: chunks of (bytes, token ids, byte in token, source buffer, byte in it)
-        self.outbox: dict[str, list[list]] = {}
+        # (fifo, lane) -> per member: chunks of (bytes, token ids, byte in token, source buffer, byte in it)
+        self.outbox: dict[tuple, list[list]] = {}
         self.sent: dict[str, int] = {}                             # fifo -> bytes sent
+        self.lane_sent: dict[tuple, int] = {}                      # (fifo, lane) -> bytes sent on it
         self.received: dict[str, int] = {}                         # fifo -> words consumed so far
-        args = [(a.fifo, a.port, net.fifo_dtype[a.fifo]) for a in core.accesses for _ in range(a.count)]
-        self.trace = Trace(core.tile, core.kernel, list(members), args)
+        self.trace = Trace(core.tile, core.kernel, list(members))
         self._mem: list[tuple[int, int, int, np.ndarray]] = []     # (start, end, buf, array): Python memory -> buffer
         self.channels = _CoreChannels(self)
         self.runner = Runner(net.rec, [net.rec.instances[v] for v in members], self.channels)
@@ -365,6 +388,9 @@ class _Core:
     # the kernel hook of dfopt.codegen.aie.sim.run ------------------------------------------------------
     def __call__(self, core, iteration: int, consumed: list, produce_sizes: list) -> list:
         self.trace.calls.append([])
+        self.trace.call_kernels.append(core.kernel)
+        self.trace.entries.setdefault(core.kernel, [(a.fifo, a.port, self.net.fifo_dtype[a.fifo])
+                                                    for a in core.accesses for _ in range(a.count)])
         arg, objs = 0, iter(consumed)
         for a in core.accesses:
             if a.port == "consume":
@@ -452,48 +478,70 @@ class _Core:
         return self.value_of(("token", tid), t.dtype, t.shape)
 
     def _fill(self, fifo: str, n: int, iteration: int, arg: int) -> np.ndarray:
-        """The next object of ``fifo``: ``n`` words of the members' outbox, in member order."""
+        """The next object of ``fifo``: ``n`` words, lane after lane (:meth:`_Net.lanes`), each
+        lane's share of the members' outbox in member order."""
         net = self.net
         width = net.widths[fifo]
-        need = n * width
-        boxes = self.outbox.setdefault(fifo, [[] for _ in self.members])
         sent = self.sent.get(fifo, 0)
         parts: list[list[np.ndarray]] = [[], [], [], [], []]
+        for lane, share in enumerate(net.lanes(self.core.tile, fifo, n * width)):
+            self._take(fifo, lane, share, iteration, parts)
+        need = n * width
+        self.sent[fifo] = sent + need
+        raw, toks, offs, sbuf, soff = (np.concatenate(col) for col in parts)
+        self._record(self.base[fifo] + sent, toks, offs)
+        for src_start, buf, dst, k in _runs(soff, sbuf, np.arange(need)):
+            self.act(("out", buf, src_start, arg, dst, k))
+        return _words(raw, width)
+
+    def _take(self, fifo: str, lane: int, need: int, iteration: int, parts: list) -> None:
+        """The next ``need`` bytes of ``lane`` of ``fifo`` from the members' outbox, into ``parts``."""
+        net, tile = self.net, self.core.tile
+        boxes = self.outbox.setdefault((fifo, lane), [[] for _ in self.members])
+        sent = self.lane_sent.get((fifo, lane), 0)
         got = 0
         while got < need:
-            j, within = net.member_at(self.core.tile, fifo, sent + got)
+            j, within = net.member_at(tile, fifo, lane, sent + got)
             if j is None:
-                raise _Unsent(f"core {self.core.tile} iteration {iteration}: fifo {fifo} object needs more words "
+                raise _Unsent(f"core {tile} iteration {iteration}: fifo {fifo} object needs more words "
                               f"than its members send on it ({sent + got} bytes sent of "
-                              f"{net.fifo_total(self.core.tile, fifo)})")
+                              f"{net.plan(tile, fifo, lane)[-1] if net.plan(tile, fifo, lane) else 0}"
+                              f"{f' on part {lane}' if lane else ''})")
             box = boxes[j]
             if len(box) > 1:
                 box[:] = [tuple(np.concatenate(col) for col in zip(*box))]
             have = (box[0][0].size if box else 0) - within
             if have <= 0:
                 waits = "; ".join(self.runner.waiting()) or "nothing (finished)"
-                raise _Unsent(f"core {self.core.tile} iteration {iteration}: fifo {fifo} must carry member "
+                raise _Unsent(f"core {tile} iteration {iteration}: fifo {fifo} must carry member "
                               f"{self.members[j]}'s data (byte {within}) before it is computed; the members wait "
                               f"for: {waits}")
-            take = min(need - got, have, net.member_end(self.core.tile, fifo, j) - (sent + got))
+            take = min(need - got, have, net.plan(tile, fifo, lane)[j] - (sent + got))
             for col, arr in zip(parts, box[0]):
                 col.append(arr[within:within + take])
             got += take
-        self.sent[fifo] = sent + need
-        raw, toks, offs, sbuf, soff = (np.concatenate(col) for col in parts)
-        self._record(toks, offs, n, width)
-        for src_start, buf, dst, k in _runs(soff, sbuf, np.arange(need)):
-            self.act(("out", buf, src_start, arg, dst, k))
-        return _words(raw, width)
+        self.lane_sent[(fifo, lane)] = sent + need
 
-    def _record(self, toks: np.ndarray, offs: np.ndarray, n: int, width: int) -> None:
-        """Where the next ``n`` produced words' bytes come from (for the cores that receive them)."""
-        start = self.byte_count
-        self.word_start[self.count:self.count + n] = start + np.arange(n) * width
-        self.ident_token[start:start + n * width] = toks
-        self.ident_offset[start:start + n * width] = offs
-        self.count += n
-        self.byte_count += n * width
+    def can_fill(self, fifo: str, n: int) -> bool:
+        """Whether the members have computed the next ``n`` words this core sends on ``fifo``."""
+        net, tile = self.net, self.core.tile
+        for lane, need in enumerate(net.lanes(tile, fifo, n * net.widths[fifo])):
+            boxes = self.outbox.get((fifo, lane), [[] for _ in self.members])
+            pos, got = self.lane_sent.get((fifo, lane), 0), 0
+            while got < need:
+                j, within = net.member_at(tile, fifo, lane, pos + got)
+                if j is None:
+                    return False
+                have = sum(chunk[0].size for chunk in boxes[j]) - within
+                if have <= 0:
+                    return False
+                got += min(need - got, have, net.plan(tile, fifo, lane)[j] - (pos + got))
+        return True
+
+    def _record(self, start: int, toks: np.ndarray, offs: np.ndarray) -> None:
+        """Where the produced bytes from ``start`` come from (for the cores that receive them)."""
+        self.ident_token[start:start + toks.size] = toks
+        self.ident_offset[start:start + toks.size] = offs
 
     def send(self, member: str, fifo: str, key: tuple, value: np.ndarray, dtype: str) -> None:
         raw = _encode(value, dtype)
@@ -502,7 +550,8 @@ class _Core:
         if at is None:
             self.trace.faults.append(f"{member}: sends {key[0]} {key[1]} from a strided view")
             at = (-1, 0)
-        boxes = self.outbox.setdefault(fifo, [[] for _ in self.members])
+        lane = self.net.lane_of(self.core.tile, fifo, member, key)
+        boxes = self.outbox.setdefault((fifo, lane), [[] for _ in self.members])
         boxes[self.members.index(member)].append(
             (raw, np.full(raw.size, tid, np.int64), np.arange(raw.size, dtype=np.int64),
              np.full(raw.size, at[0], np.int64), at[1] * _width(dtype) + np.arange(raw.size, dtype=np.int64)))
@@ -531,6 +580,19 @@ class _CoreChannels(Channels):
 
     def _fifo(self, inst: TaskInstance, name: str | None, dirn: str, kind: str) -> str | None:
         return self.net.fifo_of(inst.name, str(name), dirn, kind)
+
+    def wanted(self, inst: TaskInstance, op: Op) -> str | None:
+        """The FIFO whose data the op ``inst`` waits at comes on (None: a local buffer)."""
+        if op.kind == "get":
+            return self._fifo(inst, op.stream, "in", "stream")
+        if op.kind == "load":
+            return self._fifo(inst, op.name, "in", "host")
+        if op.kind == "allreduce":
+            group = self.rec.groups[op.group]
+            me = group.members.index(inst.name)
+            edge = self.net.edge_into.get((group.members[me - 1], inst.name)) if me > 0 else None
+            return self._fifo(inst, edge, "in", "stream") if edge else None
+        return None
 
     def get(self, inst, op):
         fifo = self._fifo(inst, op.stream, "in", "stream")
@@ -666,7 +728,7 @@ class _CoreChannels(Channels):
 class _Net:
     """Everything the cores share: the recording, the design's tables, the tokens sent."""
 
-    def __init__(self, rec: Recording, design: AieDesign, m, tags: dict, kernels: _Kernels):
+    def __init__(self, rec: Recording, design: AieDesign, m, tags: dict, kernels: _Kernels, core_class=None):
         assert design.runtime is not None
         self.rec, self.design, self.m, self.tags, self.kernels = rec, design, m, tags, kernels
         self.widths = {f.name: _width(f.dtype) for f in design.fifos}
@@ -685,7 +747,8 @@ class _Net:
             self.next_member[src] = dst
         self._plan: dict[tuple, list] = {}
         numel = {f.name: f.numel for f in design.fifos}
-        self.cores = [_Core(self, i, c, list(m.ev.members[c.tile]), numel) for i, c in enumerate(design.cores)]
+        make = core_class or _Core
+        self.cores = [make(self, i, c, list(m.ev.members[c.tile]), numel) for i, c in enumerate(design.cores)]
 
     def register(self, token: _Token) -> int:
         tid = len(self.token_list)
@@ -699,32 +762,64 @@ class _Net:
                 return self.m.fifo_of.get((node, i))
         return None
 
-    def plan(self, tile: tuple, fifo: str) -> list:
-        """Per member of ``tile``: the bytes it sends on ``fifo`` over the run (cumulative ends)."""
-        key = (tile, fifo)
+    def lanes(self, tile: tuple, fifo: str, nbytes: int) -> list[int]:
+        """The bytes of each lane in one ``nbytes`` object ``tile`` sends on ``fifo``: one lane,
+        or, for the input of a distribute link, one per output (its part of every object, in the
+        link's order: each part goes to its own tile)."""
+        ln = self.design.link_of(fifo)
+        if ln is None or len(ln.outputs) < 2 or ln.inputs[0] != fifo:
+            return [nbytes]
+        width = self.widths[fifo]
+        return [self.design.fifo(name).numel * width for name in ln.outputs]
+
+    def lane_of(self, tile: tuple, fifo: str, member: str, key: tuple) -> int:
+        """The lane of ``fifo`` a value a member sends goes on: the output of the distribute link
+        that reaches the tile of the stream's consumer (0 without a distribute)."""
+        ln = self.design.link_of(fifo)
+        if ln is None or len(ln.outputs) < 2 or ln.inputs[0] != fifo or key[0] == "store":
+            return 0
+        dst = self._dest(key[1])
+        for lane, name in enumerate(ln.outputs):
+            if dst in self.design.fifo(name).consumers:
+                return lane
+        raise CodegenError(f"virtual node {member}: sends {key[0]} {key[1]} on fifo {fifo}, whose link reaches no tile "
+                           f"of its consumer {dst}")
+
+    def _dest(self, stream: str) -> tuple | None:
+        s = self.m.streams.get(stream)
+        return self.m.where.get(s.dst) if s is not None else None
+
+    def plan(self, tile: tuple, fifo: str, lane: int = 0) -> list:
+        """Per member of ``tile``: the bytes it sends on ``lane`` of ``fifo`` over the run (cumulative
+        ends)."""
+        key = (tile, fifo, lane)
         if key not in self._plan:
+            ln = self.design.link_of(fifo)
+            split = ln is not None and len(ln.outputs) > 1 and ln.inputs[0] == fifo
+            reach = set(self.design.fifo(ln.outputs[lane]).consumers) if split and ln is not None else None
             ends, total = [], 0
             for v in self.m.ev.members[tile]:
                 total += sum(p.bytes for i, p in enumerate(self.m.d.ports[v])
-                             if p.dir == "out" and self.m.fifo_of.get((v, i)) == fifo)
+                             if p.dir == "out" and self.m.fifo_of.get((v, i)) == fifo
+                             and (reach is None or self._dest(p.name) in reach))
                 ends.append(total)
             self._plan[key] = ends
         return self._plan[key]
 
     def fifo_total(self, tile: tuple, fifo: str) -> int:
-        return self.plan(tile, fifo)[-1] if self.plan(tile, fifo) else 0
+        """The bytes ``tile``'s members send on ``fifo`` over the run."""
+        lanes = len(self.lanes(tile, fifo, 0))
+        return sum((self.plan(tile, fifo, lane) or [0])[-1] for lane in range(lanes))
 
-    def member_at(self, tile: tuple, fifo: str, pos: int) -> tuple:
-        """(member index, byte within its share) of byte ``pos`` of what ``tile`` sends on ``fifo``."""
+    def member_at(self, tile: tuple, fifo: str, lane: int, pos: int) -> tuple:
+        """(member index, byte within its share) of byte ``pos`` of what ``tile`` sends on ``lane``
+        of ``fifo``."""
         start = 0
-        for j, end in enumerate(self.plan(tile, fifo)):
+        for j, end in enumerate(self.plan(tile, fifo, lane)):
             if pos < end:
                 return j, pos - start
             start = end
         return None, 0
-
-    def member_end(self, tile: tuple, fifo: str, j: int) -> int:
-        return self.plan(tile, fifo)[j]
 
 
 # -- the check ------------------------------------------------------------------------------------
@@ -777,7 +872,7 @@ def numeric_check(instance: Instance, solution: Solution, program=None, tensors:
     report.faults += [f"deadlock: {w}" for w in result.blocked] + result.faults
     for c in net.cores:
         report.faults += [f"core {c.core.tile}: {w}" for w in c.runner.waiting()]
-        for fifo in sorted(set(c.sent) | set(c.outbox)):
+        for fifo in sorted(set(c.sent) | {f for f, _ in c.outbox}):
             sent = c.sent.get(fifo, 0)
             if sent != net.fifo_total(c.core.tile, fifo):
                 report.faults.append(f"core {c.core.tile}: sends {sent} bytes on fifo {fifo}, its members "
@@ -813,26 +908,29 @@ def compare_outputs(report: NumericReport, tensors: dict, result: AieRun) -> Non
         got = unblock(_word_bytes(words, _width(word_type)), counts, dtype, ref.shape)
         report.outputs[name] = got
         report.dtypes[name] = dtype
-        err = _error(got, ref, dtype)
+        errs = _errors(got, ref, dtype)
+        err = float(errs.max()) if errs.size else 0.0
         report.errors[name] = err
         limit = BF16_ULPS if dtype == "bf16" else F32_RTOL
         if not err <= limit:
-            where = np.unravel_index(int(np.argmax(np.abs(got - ref))), ref.shape)
+            where = np.unravel_index(int(np.argmax(errs)), ref.shape)
             report.faults.append(f"output {name}: {err:.3g} {'bf16 ulps' if dtype == 'bf16' else 'relative'} from "
                                  f"the program's numbers (allowed {limit}); worst at {tuple(map(int, where))}: "
                                  f"{float(got[where]):.6g} vs {float(ref[where]):.6g}")
 
 
-def _error(got: np.ndarray, ref: np.ndarray, dtype: str) -> float:
+def _errors(got: np.ndarray, ref: np.ndarray, dtype: str) -> np.ndarray:
+    """The error of every element: bf16 in ulps (of the larger magnitude, at least 1/BF16_FLOOR of
+    the tensor's largest), f32 relative to the tensor's largest magnitude; inf where NaN."""
     diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
-    if np.isnan(got).any():
-        return float("inf")
+    if not diff.size:
+        return diff
     if dtype == "bf16":
-        mag = np.maximum(np.abs(got), np.abs(ref)).astype(np.float64)
-        ulp = np.maximum(2.0 ** (np.floor(np.log2(np.maximum(mag, 1e-30))) - 7), 2.0 ** -133)
-        return float((diff / ulp).max()) if diff.size else 0.0
-    scale = float(np.abs(ref).max()) or 1.0
-    return float(diff.max() / scale) if diff.size else 0.0
+        mag = np.maximum(np.maximum(np.abs(got), np.abs(ref)).astype(np.float64), float(np.abs(ref).max()) / BF16_FLOOR)
+        err = diff / np.maximum(2.0 ** (np.floor(np.log2(np.maximum(mag, 1e-30))) - 7), 2.0 ** -133)
+    else:
+        err = diff / (float(np.abs(ref).max()) or 1.0)
+    return np.where(np.isnan(got), np.inf, err)
 
 
 def report_text(report: NumericReport, title: str = "numeric model") -> str:
