@@ -10,7 +10,9 @@ joined back through the mem tile to the shim; each core calls a kernel 8 times) 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import subprocess
 
 import pytest
 
@@ -38,6 +40,7 @@ from dfopt.codegen.aie import emit as emit_mod
 from dfopt.codegen.aie.design import dma_channels, memory_bytes, requires_dma, shares_memory
 from dfopt.errors import CodegenError
 from dfopt.ir.platform import Platform, load_preset
+from tools import tool
 
 SHIM, MEM, C0, C1 = (1, 0), (1, 1), (1, 2), (1, 3)
 
@@ -442,7 +445,13 @@ def summarize_design(d: AieDesign) -> dict:
                 steps += [("access", i) for i in range(a.count)]
             steps.append(("call", call.kernel))
             steps += [("release", a.fifo, a.port, a.count) for a in call.accesses]
-            pieces.append((repeat, steps))
+            # a step loops when its count is a multiple of its FIFOs' depths above them, else each
+            # call is written out (a core with one loop body: always its loop)
+            lcm = math.lcm(*(d.fifo(a.fifo).depth for a in call.accesses))
+            if not c.steps or (repeat > lcm and repeat % lcm == 0):
+                pieces.append((repeat, steps))
+            else:
+                pieces += [(1, steps)] * repeat
             kernels[call.kernel] = design_mod.kernel_signature(d, call)
         cores[c.tile] = {"pieces": pieces, "link_with": c.object_file}
     return {
@@ -544,12 +553,13 @@ def test_generic_multi_object_acquire():
 
 
 def _stepped(d: AieDesign) -> AieDesign:
-    """split_join with core C1 running a program of steps moving the same 8 objects each way: two
-    calls taking two objects of each FIFO, three taking one, and a last one outside any loop."""
+    """split_join with core C1 running a program of steps moving the same 8 objects each way: a
+    call taking two objects of each FIFO, four taking one (a loop: 4 is a multiple of the depths
+    above them), and two more (written out: 2 is not above the depths)."""
     a, c = FifoAccess("memA1", "consume"), FifoAccess("memC1", "produce")
-    steps = (Step("sm_pair", (FifoAccess("memA1", "consume", 2), FifoAccess("memC1", "produce", 2)), 2),
-             Step("softmax_bf16", (a, c), 3), Step("sm_last", (c, a), 1))
-    return dataclasses.replace(d, cores=tuple(dataclasses.replace(k, steps=steps, iterations=6) if k.tile == C1
+    steps = (Step("sm_pair", (FifoAccess("memA1", "consume", 2), FifoAccess("memC1", "produce", 2)), 1),
+             Step("softmax_bf16", (a, c), 4), Step("sm_last", (c, a), 2))
+    return dataclasses.replace(d, cores=tuple(dataclasses.replace(k, steps=steps, iterations=7) if k.tile == C1
                                               else k for k in d.cores))
 
 
@@ -560,17 +570,42 @@ def test_a_core_with_steps_emits_its_pieces_in_order_in_both_forms():
     assert got == summarize_design(d)
     pieces = got["cores"][C1]["pieces"]
     assert [(n, [s[1] for s in steps if s[0] == "call"]) for n, steps in pieces] == [
-        (2, ["sm_pair"]), (3, ["softmax_bf16"]), (1, ["sm_last"])]
+        (1, ["sm_pair"]), (4, ["softmax_bf16"]), (1, ["sm_last"]), (1, ["sm_last"])]
     assert got["kernels"]["sm_pair"] == ("memref<1024xbf16>",) * 4 + ("i32",)
     text = emit_mlir(d)
     core = text[text.index("%core_1_3"):]
     core = core[:core.index("link_with")]
-    assert core.count("scf.for") == 2 and core.count("func.call @sm_last") == 1
+    assert core.count("scf.for") == 1 and core.count("func.call @sm_last") == 2
     # every object name is defined once in the core (the pieces number them across the core)
     names = re.findall(r"(%\d+) = aie", core)
     assert len(names) == len(set(names))
     run = sim.run(d)
     assert run.ok and run.objects == sim.run(split_join()).objects
+
+
+def test_a_core_with_steps_lowers_through_aiecc(tmp_path):
+    """mlir-aie's own passes, through the NPU lowering, on the stepped design (both forms)."""
+    check = tool("aie-check") / "check.sh"
+    paths = write_mlir(_stepped(split_join()), tmp_path, name="stepped", mlir_aie_version="2025-11-17")
+    done = subprocess.run([str(check), str(paths["custom"]), str(paths["generic"])], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_dma_consumer_end_holds_one_more_object_than_its_core_acquires():
+    """mlir-aie sizes the consumer end of a DMA FIFO by the core's largest acquire, not the depth
+    (``findObjectFifoSize``): 2 objects for single acquires (even at depth 40), 3 when a step
+    acquires 2, 1 when it acquires 1 at depth 1."""
+    from dfopt.codegen.aie.design import consumer_buffers
+
+    d = _replace_fifo(split_join(), "memA0", depth=40)
+    assert consumer_buffers(d, d.fifo("memA0"), C0) == 2
+    assert memory_bytes(d)[C0] == memory_bytes(split_join())[C0]
+    stepped = _stepped(split_join())
+    assert consumer_buffers(stepped, stepped.fifo("memA1"), C1) == 3
+    assert memory_bytes(stepped)[C1] == memory_bytes(split_join())[C1] + 2048
+    single = _replace_fifo(split_join(), "memA0", depth=1)
+    assert consumer_buffers(single, single.fifo("memA0"), C0) == 1
+    assert consumer_buffers(d, d.fifo("memA0"), MEM) == 40        # no core there: the depth
 
 
 def test_a_step_program_is_checked_like_a_loop_body():
@@ -672,7 +707,7 @@ CASES = {
     "7 MM2S on a mem tile": (_seven_outputs_on_a_mem_tile,
                              r"tile \(1, 1\) \(mem\): 9 fifos need a MM2S \(out\) DMA channel, npu1 has 6"),
     "3 MM2S on a shim tile": (_three_shim_outputs, r"tile \(1, 0\) \(shim\): 3 fifos need a MM2S \(out\)"),
-    "compute memory": (lambda: _replace_fifo(split_join(), "memA0", depth=40),
+    "compute memory": (lambda: _replace_fifo(split_join(), "memC0", depth=40),
                        r"tile \(1, 2\) \(compute\): fifo objects and stack need 87040 bytes, the tile has 65536"),
     # links
     "link via a compute tile": (lambda: split_join(links=(dataclasses.replace(split_join().links[0], via=C0),)),

@@ -404,19 +404,39 @@ def dma_channels(design: AieDesign) -> dict:
     return usage
 
 
+def consumer_buffers(design: AieDesign, fifo: ObjectFifo, tile: tuple[int, int]) -> int:
+    """The objects mlir-aie allocates at the consumer end ``tile`` of a FIFO that goes over DMA:
+    one more than the most the tile's core acquires at once (1 when that is 1 and the depth is
+    1), the depth when no core there acquires it (``findObjectFifoSize`` in
+    ``AIEObjectFifoStatefulTransform.cpp``)."""
+    most = 0
+    for c in design.cores:
+        if c.tile == tile:
+            for call, _ in c.schedule():
+                most = max([most] + [a.count for a in call.accesses if a.fifo == fifo.name and a.port == "consume"])
+    if most == 0:
+        return fifo.depth
+    return 1 if most == 1 and fifo.depth == 1 else most + 1
+
+
 def memory_bytes(design: AieDesign) -> dict:
-    """Data memory per tile coordinate: ``depth`` objects of every FIFO end on the tile (one side
-    only of a link: the input of a distribute or 1-to-1 link, the output of a join), plus the
-    default stack on each core's tile. An over-estimate for FIFOs through shared memory."""
+    """Data memory per tile coordinate: the objects of every FIFO end on the tile (one side only of
+    a link: the input of a distribute or 1-to-1 link, the output of a join) -- ``depth`` objects,
+    but at a core's consumer end of a DMA FIFO what mlir-aie allocates there
+    (:func:`consumer_buffers`) -- plus the default stack on each core's tile. An over-estimate for
+    FIFOs through shared memory."""
     used = {t.coord: 0 for t in design.tiles if t.kind != "shim"}
     skip: set[tuple[str, tuple[int, int]]] = set()
     for ln in design.links:
         side = ln.inputs if len(ln.inputs) > 1 else ln.outputs
         skip.update((name, ln.via) for name in side)
+    cores = {c.tile for c in design.cores}
     for f in design.fifos:
+        dma = requires_dma(design, f)
         for end in {f.producer, *f.consumers}:
             if end in used and (f.name, end) not in skip:
-                used[end] += f.depth * f.element_bytes
+                n = consumer_buffers(design, f, end) if dma and end != f.producer and end in cores else f.depth
+                used[end] += n * f.element_bytes
     for c in design.cores:
         if c.tile in used:
             used[c.tile] += STACK_BYTES

@@ -21,8 +21,9 @@ Mapping, in the order of the output:
    scf.for %arg0 = %c0 to %cN step %c1 { acquire + subview.access per FifoAccess (Consume /
    Produce, count), the i32 scalars, func.call @kernel(objects..., scalars...), release per
    FifoAccess } aie.end } {link_with = "kernel.o"}``; a core with steps has one such body per
-   step, one after another (in an ``scf.for`` of its own when the step repeats), each calling its
-   step's kernel, the objects numbered across the core;
+   step, one after another (in an ``scf.for`` of its own when the step repeats a multiple of its
+   FIFOs' depths, else written out call by call: :meth:`_Plan.pieces`), each calling its step's
+   kernel, the objects numbered across the core;
 7. ``aie.runtime_sequence @sequence(%arg0: memref<...>, ...) { aiex.npu.dma_memcpy_nd(
    %arg0[offsets][sizes][strides]) {id = n : i64, issue_token = true, metadata = @fifo} :
    memref<...>; aiex.npu.dma_wait {symbol = @fifo} }``, the arguments in ``Runtime.buffers``
@@ -67,6 +68,7 @@ module {
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -156,19 +158,26 @@ class _Plan:
     def loop_constants(self, core: Core) -> list[tuple[str, int]]:
         """``(name, value)`` of the index constants ``0``, the loop counts, ``1``, deduplicated."""
         out: dict[str, int] = {}
-        counts = [n for _, n in core.schedule() if n > 1] if core.steps else [core.iterations]
+        counts = [n for n, _ in self.pieces(core) if n > 1] if core.steps else [core.iterations]
         for v in (0, *counts, 1):
             out.setdefault(f"c{v}", v)
         return list(out.items())
 
     def pieces(self, core: Core) -> list[tuple[int, list]]:
-        """A core with steps: ``(repeat, body)`` per step, in order, the objects numbered across
-        the core (the core's scalar constants come first, :meth:`scalars`)."""
+        """A core with steps: ``(repeat, body)`` per piece, in order, the objects numbered across
+        the core (the core's scalar constants come first, :meth:`scalars`). A step repeats in a
+        loop only when its count is a multiple of the least common multiple of its FIFOs' depths:
+        mlir-aie's object-FIFO transform unrolls every loop that acquires by that multiple
+        (``unrollForLoops``) and, in the 2025-11-17 snapshot, crashes on the remainder and on loops
+        it unrolls fully; any other step is written out call by call."""
         out, n = [], 0
         for call, repeat in core.schedule():
-            body = self.body(call, n, scalars=False)
-            n += sum(1 for kind, _ in body if kind in ("acquire", "access"))
-            out.append((repeat, body))
+            lcm = math.lcm(*(self.fifos[a.fifo].depth for a in call.accesses))
+            times, count = (1, repeat) if repeat > 1 and repeat % lcm == 0 and repeat > lcm else (repeat, 1)
+            for _ in range(times):
+                body = self.body(call, n, scalars=False)
+                n += sum(1 for kind, _ in body if kind in ("acquire", "access"))
+                out.append((count, body))
         return out
 
     def scalars(self, core: Core) -> list[tuple[str, dict]]:

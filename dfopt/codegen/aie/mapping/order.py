@@ -32,9 +32,11 @@ and the data-movement model run it again on the design with steps.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
-from dfopt.codegen.aie.design import AieDesign, Core, FifoAccess, Step, memref_type
+from dfopt.codegen.aie.checks import problems
+from dfopt.codegen.aie.design import AieDesign, Core, FifoAccess, Step, memory_bytes, memref_type
 from dfopt.codegen.aie.mapping.numeric import (
     _Core,
     _Kernels,
@@ -47,7 +49,7 @@ from dfopt.codegen.aie.sim import run
 from dfopt.dato.record import Recording
 from dfopt.dato.run import RunError, tensor_data
 
-__all__ = ["ordered_design", "uniform_computes"]
+__all__ = ["ordered_design", "computes"]
 
 
 class _Ordered(_Core):
@@ -101,48 +103,172 @@ def _inputs(design: AieDesign, m, rec: Recording) -> dict:
     return host_buffers(design, rec, m.layouts, data)
 
 
-def uniform_computes(design: AieDesign, m, rec: Recording, ident) -> bool:
-    """Whether the design's cores, each one loop body, compute the program (NumPy kernels)."""
+def computes(design: AieDesign, m, rec: Recording) -> list | None:
+    """The cores' traces when the design's cores, as the design says they run, compute the program
+    (NumPy kernels: no deadlock, no word sent before it is computed, every member finished), else
+    None."""
+    ident = run(design)
+    if not ident.ok:
+        return None
     net = _Net(rec, design, m, ident.received, _Kernels(None))
     try:
         result = run(design, _inputs(design, m, rec), {c.core.tile: c for c in net.cores})
     except (_Unsent, RunError):
-        return False
-    return result.ok and all(c.runner.finished() for c in net.cores)
+        return None
+    if not result.ok or not all(c.runner.finished() for c in net.cores):
+        return None
+    return [c.trace for c in net.cores]
+
+
+def _derive(design: AieDesign, m, rec: Recording) -> list[_Ordered] | str:
+    """The cores' calls in op order (one FIFO object each), or why they cannot run."""
+    ident = run(design)
+    net = _Net(rec, design, m, ident.received, _Kernels(None), core_class=_Ordered)
+    try:
+        result = run(design, _inputs(design, m, rec), {c.core.tile: c for c in net.cores})
+    except (_Unsent, RunError) as err:
+        return str(err)
+    if not result.ok:
+        return "; ".join(result.blocked[:3])
+    return [c for c in net.cores if isinstance(c, _Ordered)]
+
+
+#: How much of a core's calls join into one call: nothing; the objects a call waits for before its
+#: members compute (those values then live in the objects); those and the objects it fills right
+#: after. Tried from the most joined down to nothing, the first that runs kept.
+JOINS = ("objects in and out", "objects in", "none")
+
+
+def _groups(c: _Ordered, depth: dict, join: str) -> list[tuple]:
+    """The core's calls as steps' access lists, joined as ``join`` (:data:`JOINS`) says, at most
+    ``depth`` objects of a FIFO in one call."""
+    out: list[list[tuple]] = []
+    busy = False                     # the current group has a call whose members computed
+    for key, actions in zip(c.sequence, c.trace.calls):
+        computes = any(a[0] not in ("in", "out") for a in actions)
+        group = out[-1] if out else None
+        fits = group is not None and sum(1 for k in group if k == key) < depth[key[0]]
+        joins = (key[1] == "consume" and not busy and join != "none") or \
+            (key[1] == "produce" and busy and join == "objects in and out")
+        if fits and joins:
+            assert group is not None
+            group.append(key)
+        else:
+            out.append([key])
+            busy = False
+        busy = busy or computes
+    steps = []
+    for group in out:
+        counts: dict[tuple, int] = {}
+        for key in group:
+            counts[key] = counts.get(key, 0) + 1
+        steps.append(tuple(FifoAccess(fifo, port, n) for (fifo, port), n in counts.items()))
+    return steps
+
+
+def _with_steps(design: AieDesign, cores: list[_Ordered], join: str) -> AieDesign:
+    """The design with each core's calls as steps (runs of equal calls repeat); one symbol per
+    (kernel, step signature)."""
+    fifos = {f.name: f for f in design.fifos}
+    depth = {f.name: f.depth for f in design.fifos}
+    symbols: dict[tuple, str] = {}
+    out = []
+    for c in cores:
+        runs: list[list] = []
+        for accesses in _groups(c, depth, join):
+            if runs and runs[-1][0] == accesses:
+                runs[-1][1] += 1
+            else:
+                runs.append([accesses, 1])
+        steps = []
+        for accesses, repeat in runs:
+            sig = (c.core.kernel,) + tuple((memref_type(fifos[a.fifo].dtype, fifos[a.fifo].shape), a.port, a.count)
+                                           for a in accesses)
+            if sig not in symbols:
+                symbols[sig] = f"{c.core.kernel}_{sum(1 for t in symbols if t[0] == c.core.kernel)}"
+            steps.append(Step(symbols[sig], accesses, repeat))
+        out.append(replace(c.core, steps=tuple(steps), iterations=sum(s.repeat for s in steps)))
+    return replace(design, cores=tuple(out))
 
 
 def ordered_design(design: AieDesign, m, rec: Recording) -> tuple[AieDesign, str]:
     """``design`` with every core following its members' op order, when its one loop body cannot
     compute the program (the module docstring); unchanged when the loop body can, or when the
     op order cannot run either. The design and a note (empty: nothing to say)."""
-    ident = run(design)
-    if not ident.ok or uniform_computes(design, m, rec, ident):
+    if not run(design).ok or computes(design, m, rec) is not None:
         return design, ""
-    net = _Net(rec, design, m, ident.received, _Kernels(None), core_class=_Ordered)
-    try:
-        result = run(design, _inputs(design, m, rec), {c.core.tile: c for c in net.cores})
-    except (_Unsent, RunError) as err:
-        return design, f"the cores cannot follow their members' op order either: {err}"
-    if not result.ok:
-        return design, f"the cores cannot follow their members' op order either: {'; '.join(result.blocked[:3])}"
-    fifos = {f.name: f for f in design.fifos}
-    symbols: dict[tuple, str] = {}
-    cores = []
-    for c in net.cores:
-        assert isinstance(c, _Ordered)
-        runs: list[list] = []
-        for key in c.sequence:
-            if runs and runs[-1][0] == key:
-                runs[-1][1] += 1
-            else:
-                runs.append([key, 1])
-        steps = []
-        for (fifo, port), repeat in runs:
-            types = (c.core.kernel, memref_type(fifos[fifo].dtype, fifos[fifo].shape), port)
-            if types not in symbols:
-                symbols[types] = m.unique(f"{c.core.kernel}_{sum(1 for t in symbols if t[0] == c.core.kernel)}")
-            steps.append(Step(symbols[types], (FifoAccess(fifo, port, 1),), repeat))
-        cores.append(replace(c.core, steps=tuple(steps), iterations=len(c.sequence)))
-    note = ("the cores follow their members' op order, a program of steps each (one loop body would have to send "
-            "data before computing it)")
-    return replace(design, cores=tuple(cores)), note
+    cores = _derive(design, m, rec)
+    if isinstance(cores, str):
+        return design, f"the cores cannot follow their members' op order either: {cores}"
+    # the most joined program that runs, fits its FIFO buffers (as mlir-aie allocates them) and, if
+    # any does, its kernels' arenas too
+    best = None
+    for join in JOINS:
+        candidate = _with_steps(design, cores, join)
+        traces = computes(candidate, m, rec)
+        if traces is None or problems(candidate, m.platform):
+            continue
+        fitted, lowered, over = _fit(candidate, m, rec, traces)
+        if best is None or (best[3] and not over):
+            best = (fitted, join, lowered, over)
+        if not over:
+            break
+    if best is None:
+        return design, "the cores cannot follow their members' op order within the tiles' data memory"
+    chosen, join, lowered, over = best
+    rename: dict[str, str] = {}
+    for c in chosen.cores:
+        for st in c.steps:
+            rename.setdefault(st.kernel, m.unique(st.kernel))
+    renamed = [replace(c, steps=tuple(replace(st, kernel=rename[st.kernel]) for st in c.steps)) for c in chosen.cores]
+    chosen = replace(chosen, cores=tuple(renamed))
+    note = (f"the cores follow their members' op order, a program of steps each (one loop body would have to send "
+            f"data before computing it); joined into one call: {join}")
+    if lowered:
+        note += f"; FIFO depths lowered for the kernels' working memory at {', '.join(map(str, lowered))}"
+    if over:
+        note += (f"; the kernels' arenas and FIFO buffers exceed the data memory at {', '.join(map(str, over))} "
+                 "(their values do not fit beside the FIFOs)")
+    return chosen, note
+
+
+def _least_depth(design: AieDesign, fifo) -> int:
+    """The least depth of ``fifo`` the cores' steps allow: ``p + c - gcd(p, c)`` for the most
+    objects its producer and each consumer take in one call (1 at a DMA or link end)."""
+    most: dict[tuple, int] = {}
+    for c in design.cores:
+        for call, _ in c.schedule():
+            for a in call.accesses:
+                if a.fifo == fifo.name:
+                    most[c.tile] = max(most.get(c.tile, 1), a.count)
+    p = most.get(fifo.producer, 1)
+    return max(p + q - math.gcd(p, q) for q in (most.get(t, 1) for t in fifo.consumers))
+
+
+def _fit(design: AieDesign, m, rec: Recording, traces: list) -> tuple[AieDesign, list, list]:
+    """Lower the depths of FIFOs at compute tiles whose FIFO buffers, stack and kernel arena (from
+    the traces, :class:`~dfopt.codegen.aie.mapping.glue.Memory`) exceed the data memory, largest
+    objects first, down to what the steps allow; kept when the design still computes. The design,
+    the tiles lowered and the tiles still over."""
+    from dfopt.codegen.aie.mapping.glue import Memory
+
+    arena = {t.tile: Memory(t).arena_bytes for t in traces}
+    limit = m.platform.npu["compute_tile"]["memory_bytes"]
+    fitted, tiles = design, []
+    while True:
+        used = memory_bytes(fitted)
+        over = [t for t in sorted(arena) if used.get(t, 0) + arena[t] > limit]
+        movable = next(((t, fs) for t in over if (fs := [f for f in fitted.fifos if t in (f.producer, *f.consumers)
+                                                         and f.depth > _least_depth(fitted, f)])), None)
+        if movable is None:
+            break
+        tile, fs = movable
+        big = max(fs, key=lambda f: (f.element_bytes, f.name))
+        fitted = replace(fitted, fifos=tuple(replace(f, depth=_least_depth(fitted, f)) if f is big else f
+                                             for f in fitted.fifos))
+        if tile not in tiles:
+            tiles.append(tile)
+    if fitted is not design and computes(fitted, m, rec) is None:
+        fitted, tiles = design, []
+    used = memory_bytes(fitted)
+    return fitted, tiles, [t for t in sorted(arena) if used.get(t, 0) + arena[t] > limit]
