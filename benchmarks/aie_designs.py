@@ -1,7 +1,8 @@
 """Every shipped mapping instance (``instances/mapping/*.json``) through the whole AIE flow, the
 search's and the exact model's design side by side, in one run.
 
-Per design: tiles, FIFOs and cores; the shim transfers (``dma_memcpy_nd``) and, recounted, how many
+Per design: tiles, FIFOs and cores; the core programs (one loop body, or steps in the members' op
+order: cores, calls, kernel symbols); the shim transfers (``dma_memcpy_nd``) and, recounted, how many
 are outside the buffer-descriptor limits (must be none); mlir-aie's checker on both MLIR forms (when the tools
 folder is at hand); the functional model (element identities: faults, objects moved, wall time);
 the numeric model (the program's ops on the host-compiled kernels: faults, error per output, wall
@@ -69,6 +70,10 @@ def _design_row(name: str, formulation: str, limit: float, tools: Path | None, w
     row.update(tiles=len(design.tiles), fifos=len(design.fifos), cores=len(design.cores), transfers=len(transfers),
                transfers_outside_limits=sum(1 for t in transfers
                                             if pattern_faults(t.sizes, t.strides, t.offsets, bits[t.fifo], lim)))
+    stepped = [c for c in design.cores if c.steps]
+    row["program"] = {"cores_in_op_order": len(stepped), "calls": sum(c.calls() for c in design.cores),
+                      "symbols": len({call.kernel for c in design.cores for call, _ in c.schedule()}),
+                      "note": next((n for n in design.notes if "op order" in n), "")[:300]}
     fc = functional_check(inst, sol, design)
     row["functional"] = {"faults": len(fc.faults), "objects": fc.summary["objects"], "wall_s": fc.summary["wall_s"]}
     t0 = time.perf_counter()
