@@ -7,7 +7,8 @@
   (:mod:`.bipartition`), AutoBridge's method above ~200 tasks;
 * ``mip`` — the same ILP through a MIP backend (``highs`` by default; ``scip``, ``cbc``): the
   AutoBridge formulation;
-* ``lns`` — large-neighbourhood search from the better of greedy and bipartition: neighbourhoods
+* ``lns`` — large-neighbourhood search from the better of greedy and bipartition (the exact model's
+  first placement when neither finds one): neighbourhoods
   of the whole placement re-solved exactly on CP-SAT, the rest fixed (:mod:`.lns`); on the
   500- and 2,000-kernel scale instances level with bipartition (docs/benchmarks.md).
 
@@ -185,8 +186,16 @@ class Lns(Unbounded):
                                     deterministic_time=start_budget(share, d.n))
         if bip is not None:
             starts["bipartition"] = bip
-        if not starts:
-            no_placement(pp, options, "greedy and bipartition")
+        if not starts:                       # neither heuristic placed it: the exact model looks for a start
+            left = options.time_limit - (time.perf_counter() - t0)
+            em = build(d)
+            res = solve_exact(em, "cpsat", max(left / 2, 0.1), options.seed, options.deterministic,
+                              workers=options.workers)
+            if res.termination is Termination.INFEASIBLE:
+                no_placement(pp, options, "the exact model", proven=True)
+            if res.values_array is None:
+                no_placement(pp, options, "greedy, bipartition and the exact model")
+            starts["exact"] = decode(em, res.values_array)
         scores = {k: d.evaluate(a).objective for k, a in starts.items()}
         first = min(scores, key=lambda k: (scores[k], k != "bipartition"))
         stats: dict = {"start": first, "start_objectives": scores, "bipartition_splits": bip_stats.get("splits"),
