@@ -309,6 +309,33 @@ def test_random_programs_compute_their_numbers(kind, size, seed):
     assert report.faults == [], report.faults
 
 
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([2, 4]), st.sampled_from([32, 64]), st.sampled_from([32, 64]), st.booleans(),
+       st.integers(0, 2 ** 16))
+def test_random_attention_programs_compute_their_numbers(blocks, rows, dim, wide, seed):
+    """Attention programs at random shapes on a 4x4 or 2x4 region, naming their program: the cores
+    run one loop body where it computes the program and their members' op order where it does not;
+    either way the numeric model gives the program's numbers."""
+    spec = {"example": "attention", "args": {"seq": blocks * rows, "dim": dim, "blocks": blocks}}
+    region = {"columns": [0, 3] if wide else [1, 2], "rows": [2, 5]}
+    inst = to_instance(program_from_spec(spec), "random", "npu1", region, options={"program": spec})
+    sol = solve_instance(inst, seed=seed % 7)
+    assume(sol.ok)
+    try:
+        report = numeric_check(inst, sol, kernels="numpy", seed=seed)
+    except CodegenError as err:
+        assume(False), err
+        return
+    assert report.faults == [], report.faults
+
+
+def test_the_op_order_program_is_the_same_every_time():
+    import dfopt.codegen.aie.mapping as mapping
+
+    inst, sol = solved("attention-2x4")
+    assert mapping._design(inst, sol)[0] == mapping._design(inst, sol)[0]
+
+
 def test_an_instance_names_its_program_or_is_told():
     assert program_from_spec({"example": "ffn", "args": {"tokens": 64, "d": 64, "hidden": 64}}).name == "ffn"
     for spec, where in [({"example": "conv"}, "example"), ({"example": "gemm", "args": {"depth": 2}}, "depth"),
