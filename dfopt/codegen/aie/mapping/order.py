@@ -16,18 +16,23 @@ deciding its next call as it goes (:meth:`_Ordered.next_call`):
 2. a produce FIFO whose next object the members have computed (its words in member and program
    order, as the numeric model sends them) gets that object: one call acquiring it, filling it and
    releasing it;
-3. else the first member (in member order) that waits for data on a FIFO gets the next object of
-   that FIFO: one call acquiring it, taking in its words (and running the members on them) and
-   releasing it;
+3. else the next object of a FIFO a waiting member needs (the first member in member order whose
+   FIFO has an object there at that moment): one call acquiring it, taking in its words (and
+   running the members on them) and releasing it; a core with nothing it can acquire waits;
 4. once every member finished, the objects still to come on each consume FIFO are taken and
    dropped; the core is done when every FIFO end has moved the objects the design moves on it.
 
-The word identities do not depend on timing, so the calls found are the core's static program.
-Consecutive calls of one kind become one step that repeats (an ``scf.for``); each distinct call
-signature is its own kernel symbol (``<kernel>_<n>``), all of them one core's file with one call
-counter (:mod:`dfopt.codegen.aie.mapping.glue`). A bounded network of blocking processes deadlocks
-or not whatever the timing, so the run that found the program is its check too; the numeric model
-and the data-movement model run it again on the design with steps.
+The word identities do not depend on timing, and a bounded network of blocking processes
+deadlocks or not whatever the timing, so the calls found are the core's static program and the
+run that found them is its check; the numeric model and the data-movement model run it again on
+the design with steps. The calls are then joined (:data:`JOINS`): the objects a call waits for
+before its members compute go into that call, and the objects it fills right after it too, so
+the values live in place in the objects; the most joined program that runs and whose FIFO buffers
+fit the tiles (as mlir-aie allocates them) is kept, preferring one whose kernels' arenas fit too,
+and FIFO depths are lowered where an arena needs the room (:func:`_fit`). Consecutive equal calls
+become one step that repeats; each distinct call signature is its own kernel symbol
+(``<kernel>_<n>``), all of them in one core's file with one call counter
+(:mod:`dfopt.codegen.aie.mapping.glue`).
 """
 
 from __future__ import annotations
