@@ -158,10 +158,18 @@ class _Plan:
     def loop_constants(self, core: Core) -> list[tuple[str, int]]:
         """``(name, value)`` of the index constants ``0``, the loop counts, ``1``, deduplicated."""
         out: dict[str, int] = {}
-        counts = [n for n, _ in self.pieces(core) if n > 1] if core.steps else [core.iterations]
+        counts = [n for n, looped, _ in self.program(core)[1] if looped]
         for v in (0, *counts, 1):
             out.setdefault(f"c{v}", v)
         return list(out.items())
+
+    def program(self, core: Core) -> tuple[list, list[tuple[int, bool, list]]]:
+        """What a core's region holds before its calls (the scalar constants of a core with steps)
+        and its pieces, ``(count, in a loop, body)`` each: one loop for a core with one loop body,
+        :meth:`pieces` (a loop for those that repeat) for a core with steps."""
+        if not core.steps:
+            return [], [(core.iterations, True, self.body(core))]
+        return self.scalars(core), [(n, n > 1, body) for n, body in self.pieces(core)]
 
     def pieces(self, core: Core) -> list[tuple[int, list]]:
         """A core with steps: ``(repeat, body)`` per piece, in order, the objects numbered across
@@ -268,19 +276,14 @@ def _core_custom(p: _Plan, core: Core, depth: int) -> list[str]:
     out = [f"{ind}%core_{col}_{row} = aie.core(%{p.tile[core.tile]}) {{"]
     consts = p.loop_constants(core)
     out += [f"{ind1}%{name} = arith.constant {v} : index" for name, v in consts]
-    if core.steps:
-        out += [ind1 + STEPS_CUSTOM[kind].format(**fields) for kind, fields in p.scalars(core)]
-        for k, (repeat, body) in enumerate(p.pieces(core)):
-            inner = ind2 if repeat > 1 else ind1
-            if repeat > 1:
-                out.append(f"{ind1}scf.for %arg{k} = %c0 to %c{repeat} step %c1 {{")
-            out += [inner + STEPS_CUSTOM[kind].format(**fields) for kind, fields in body]
-            if repeat > 1:
-                out.append(f"{ind1}}}")
-    else:
-        out.append(f"{ind1}scf.for %arg0 = %c0 to %c{core.iterations} step %c1 {{")
-        out += [ind2 + STEPS_CUSTOM[kind].format(**fields) for kind, fields in p.body(core)]
-        out.append(f"{ind1}}}")
+    prologue, pieces = p.program(core)
+    out += [ind1 + STEPS_CUSTOM[kind].format(**fields) for kind, fields in prologue]
+    for k, (count, looped, body) in enumerate(pieces):
+        if looped:
+            out.append(f"{ind1}scf.for %arg{k} = %c0 to %c{count} step %c1 {{")
+        out += [(ind2 if looped else ind1) + STEPS_CUSTOM[kind].format(**fields) for kind, fields in body]
+        if looped:
+            out.append(f"{ind1}}}")
     out += [f"{ind1}aie.end", f'{ind}}} {{link_with = "{core.object_file}"}}']
     return out
 
@@ -349,14 +352,13 @@ def _core_generic(p: _Plan, core: Core, depth: int) -> list[str]:
            f'<{{link_with = "{core.object_file}", stack_size = 1024 : i32}}> ({{']
     out += [f'{ind1}%{name} = "arith.constant"() <{{value = {v} : index}}> : () -> index'
             for name, v in p.loop_constants(core)]
-    loops = [(repeat, body) for repeat, body in p.pieces(core)] if core.steps else [(core.iterations, p.body(core))]
-    if core.steps:
-        out += [ind1 + STEPS_GENERIC[kind].format(**fields) for kind, fields in p.scalars(core)]
-    for k, (repeat, body) in enumerate(loops):
-        if repeat == 1 and core.steps:
+    prologue, pieces = p.program(core)
+    out += [ind1 + STEPS_GENERIC[kind].format(**fields) for kind, fields in prologue]
+    for k, (count, looped, body) in enumerate(pieces):
+        if not looped:
             out += [ind1 + STEPS_GENERIC[kind].format(**fields) for kind, fields in body]
             continue
-        out += [f'{ind1}"scf.for"(%c0, %c{repeat}, %c1) ({{', f"{ind1}^bb0(%arg{k}: index):"]
+        out += [f'{ind1}"scf.for"(%c0, %c{count}, %c1) ({{', f"{ind1}^bb0(%arg{k}: index):"]
         out += [ind2 + STEPS_GENERIC[kind].format(**fields) for kind, fields in body]
         out += [f'{ind2}"scf.yield"() : () -> ()', f"{ind1}}}) : (index, index, index) -> ()"]
     out += [f'{ind1}"aie.end"() : () -> ()', f"{ind}}}) : (index) -> index"]

@@ -480,13 +480,12 @@ class _Core:
     def _fill(self, fifo: str, n: int, iteration: int, arg: int) -> np.ndarray:
         """The next object of ``fifo``: ``n`` words, lane after lane (:meth:`_Net.lanes`), each
         lane's share of the members' outbox in member order."""
-        net = self.net
-        width = net.widths[fifo]
+        width = self.net.widths[fifo]
+        need = n * width
         sent = self.sent.get(fifo, 0)
         parts: list[list[np.ndarray]] = [[], [], [], [], []]
-        for lane, share in enumerate(net.lanes(self.core.tile, fifo, n * width)):
+        for lane, share in enumerate(self.net.lanes(fifo, need)):
             self._take(fifo, lane, share, iteration, parts)
-        need = n * width
         self.sent[fifo] = sent + need
         raw, toks, offs, sbuf, soff = (np.concatenate(col) for col in parts)
         self._record(self.base[fifo] + sent, toks, offs)
@@ -494,49 +493,53 @@ class _Core:
             self.act(("out", buf, src_start, arg, dst, k))
         return _words(raw, width)
 
-    def _take(self, fifo: str, lane: int, need: int, iteration: int, parts: list) -> None:
-        """The next ``need`` bytes of ``lane`` of ``fifo`` from the members' outbox, into ``parts``."""
+    def _pieces(self, fifo: str, lane: int, need: int) -> tuple[list, tuple | None]:
+        """The next ``need`` bytes of ``lane`` of ``fifo`` as ``(member, byte in its share, bytes)``
+        pieces of the outbox, and what stops them short: None (all there), ``(None, byte)`` (the
+        members send fewer bytes) or ``(member, byte)`` (that member has not computed them yet)."""
         net, tile = self.net, self.core.tile
-        boxes = self.outbox.setdefault((fifo, lane), [[] for _ in self.members])
-        sent = self.lane_sent.get((fifo, lane), 0)
-        got = 0
+        boxes = self.outbox.get((fifo, lane), [[] for _ in self.members])
+        sent, got = self.lane_sent.get((fifo, lane), 0), 0
+        out: list[tuple[int, int, int]] = []
         while got < need:
             j, within = net.member_at(tile, fifo, lane, sent + got)
             if j is None:
-                raise _Unsent(f"core {tile} iteration {iteration}: fifo {fifo} object needs more words "
-                              f"than its members send on it ({sent + got} bytes sent of "
-                              f"{net.plan(tile, fifo, lane)[-1] if net.plan(tile, fifo, lane) else 0}"
-                              f"{f' on part {lane}' if lane else ''})")
+                return out, (None, sent + got)
+            have = sum(chunk[0].size for chunk in boxes[j]) - within
+            if have <= 0:
+                return out, (j, within)
+            take = min(need - got, have, net.plan(tile, fifo, lane)[j] - (sent + got))
+            out.append((j, within, take))
+            got += take
+        return out, None
+
+    def _take(self, fifo: str, lane: int, need: int, iteration: int, parts: list) -> None:
+        """The next ``need`` bytes of ``lane`` of ``fifo`` from the members' outbox, into ``parts``;
+        _Unsent when the members have not computed them."""
+        tile = self.core.tile
+        pieces, short = self._pieces(fifo, lane, need)
+        if short is not None and short[0] is None:
+            raise _Unsent(f"core {tile} iteration {iteration}: fifo {fifo} object needs more words than its "
+                          f"members send on it ({short[1]} bytes sent of {self.net.lane_total(tile, fifo, lane)}"
+                          f"{f' on part {lane}' if lane else ''})")
+        if short is not None:
+            waits = "; ".join(self.runner.waiting()) or "nothing (finished)"
+            raise _Unsent(f"core {tile} iteration {iteration}: fifo {fifo} must carry member "
+                          f"{self.members[short[0]]}'s data (byte {short[1]}) before it is computed; the members "
+                          f"wait for: {waits}")
+        boxes = self.outbox.setdefault((fifo, lane), [[] for _ in self.members])
+        for j, within, take in pieces:
             box = boxes[j]
             if len(box) > 1:
                 box[:] = [tuple(np.concatenate(col) for col in zip(*box))]
-            have = (box[0][0].size if box else 0) - within
-            if have <= 0:
-                waits = "; ".join(self.runner.waiting()) or "nothing (finished)"
-                raise _Unsent(f"core {tile} iteration {iteration}: fifo {fifo} must carry member "
-                              f"{self.members[j]}'s data (byte {within}) before it is computed; the members wait "
-                              f"for: {waits}")
-            take = min(need - got, have, net.plan(tile, fifo, lane)[j] - (sent + got))
             for col, arr in zip(parts, box[0]):
                 col.append(arr[within:within + take])
-            got += take
-        self.lane_sent[(fifo, lane)] = sent + need
+        self.lane_sent[(fifo, lane)] = self.lane_sent.get((fifo, lane), 0) + need
 
     def can_fill(self, fifo: str, n: int) -> bool:
         """Whether the members have computed the next ``n`` words this core sends on ``fifo``."""
-        net, tile = self.net, self.core.tile
-        for lane, need in enumerate(net.lanes(tile, fifo, n * net.widths[fifo])):
-            boxes = self.outbox.get((fifo, lane), [[] for _ in self.members])
-            pos, got = self.lane_sent.get((fifo, lane), 0), 0
-            while got < need:
-                j, within = net.member_at(tile, fifo, lane, pos + got)
-                if j is None:
-                    return False
-                have = sum(chunk[0].size for chunk in boxes[j]) - within
-                if have <= 0:
-                    return False
-                got += min(need - got, have, net.plan(tile, fifo, lane)[j] - (pos + got))
-        return True
+        return all(self._pieces(fifo, lane, need)[1] is None
+                   for lane, need in enumerate(self.net.lanes(fifo, n * self.net.widths[fifo])))
 
     def _record(self, start: int, toks: np.ndarray, offs: np.ndarray) -> None:
         """Where the produced bytes from ``start`` come from (for the cores that receive them)."""
@@ -762,21 +765,25 @@ class _Net:
                 return self.m.fifo_of.get((node, i))
         return None
 
-    def lanes(self, tile: tuple, fifo: str, nbytes: int) -> list[int]:
-        """The bytes of each lane in one ``nbytes`` object ``tile`` sends on ``fifo``: one lane,
-        or, for the input of a distribute link, one per output (its part of every object, in the
-        link's order: each part goes to its own tile)."""
+    def _split(self, fifo: str):
+        """The distribute link ``fifo`` feeds (its parts go to several tiles), or None."""
         ln = self.design.link_of(fifo)
-        if ln is None or len(ln.outputs) < 2 or ln.inputs[0] != fifo:
+        return ln if ln is not None and len(ln.outputs) > 1 and ln.inputs[0] == fifo else None
+
+    def lanes(self, fifo: str, nbytes: int) -> list[int]:
+        """The bytes of each lane in one ``nbytes`` object sent on ``fifo``: one lane, or, for the
+        input of a distribute link, one per output (its part of every object, in the link's
+        order: each part goes to its own tile)."""
+        ln = self._split(fifo)
+        if ln is None:
             return [nbytes]
-        width = self.widths[fifo]
-        return [self.design.fifo(name).numel * width for name in ln.outputs]
+        return [self.design.fifo(name).numel * self.widths[fifo] for name in ln.outputs]
 
     def lane_of(self, tile: tuple, fifo: str, member: str, key: tuple) -> int:
         """The lane of ``fifo`` a value a member sends goes on: the output of the distribute link
         that reaches the tile of the stream's consumer (0 without a distribute)."""
-        ln = self.design.link_of(fifo)
-        if ln is None or len(ln.outputs) < 2 or ln.inputs[0] != fifo or key[0] == "store":
+        ln = self._split(fifo)
+        if ln is None or key[0] == "store":
             return 0
         dst = self._dest(key[1])
         for lane, name in enumerate(ln.outputs):
@@ -794,9 +801,8 @@ class _Net:
         ends)."""
         key = (tile, fifo, lane)
         if key not in self._plan:
-            ln = self.design.link_of(fifo)
-            split = ln is not None and len(ln.outputs) > 1 and ln.inputs[0] == fifo
-            reach = set(self.design.fifo(ln.outputs[lane]).consumers) if split and ln is not None else None
+            ln = self._split(fifo)
+            reach = set(self.design.fifo(ln.outputs[lane]).consumers) if ln is not None else None
             ends, total = [], 0
             for v in self.m.ev.members[tile]:
                 total += sum(p.bytes for i, p in enumerate(self.m.d.ports[v])
@@ -806,10 +812,14 @@ class _Net:
             self._plan[key] = ends
         return self._plan[key]
 
+    def lane_total(self, tile: tuple, fifo: str, lane: int) -> int:
+        """The bytes ``tile``'s members send on ``lane`` of ``fifo`` over the run."""
+        ends = self.plan(tile, fifo, lane)
+        return ends[-1] if ends else 0
+
     def fifo_total(self, tile: tuple, fifo: str) -> int:
         """The bytes ``tile``'s members send on ``fifo`` over the run."""
-        lanes = len(self.lanes(tile, fifo, 0))
-        return sum((self.plan(tile, fifo, lane) or [0])[-1] for lane in range(lanes))
+        return sum(self.lane_total(tile, fifo, lane) for lane in range(len(self.lanes(fifo, 0))))
 
     def member_at(self, tile: tuple, fifo: str, lane: int, pos: int) -> tuple:
         """(member index, byte within its share) of byte ``pos`` of what ``tile`` sends on ``lane``

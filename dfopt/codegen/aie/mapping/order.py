@@ -108,34 +108,38 @@ def _inputs(design: AieDesign, m, rec: Recording) -> dict:
     return host_buffers(design, rec, m.layouts, data)
 
 
-def computes(design: AieDesign, m, rec: Recording) -> list | None:
+def _run(design: AieDesign, m, rec: Recording, ident, core_class=None):
+    """The design run with numbers (NumPy kernels) on the tags of the identity run ``ident``: the
+    cores and the run, or the reason it stopped (a word sent before it is computed, a member that
+    cannot run)."""
+    net = _Net(rec, design, m, ident.received, _Kernels(None), core_class=core_class)
+    try:
+        return net.cores, run(design, _inputs(design, m, rec), {c.core.tile: c for c in net.cores})
+    except (_Unsent, RunError) as err:
+        return net.cores, str(err)
+
+
+def computes(design: AieDesign, m, rec: Recording, ident=None) -> list | None:
     """The cores' traces when the design's cores, as the design says they run, compute the program
     (NumPy kernels: no deadlock, no word sent before it is computed, every member finished), else
-    None."""
-    ident = run(design)
+    None. ``ident``: the design's identity run, when the caller has it."""
+    ident = ident if ident is not None else run(design)
     if not ident.ok:
         return None
-    net = _Net(rec, design, m, ident.received, _Kernels(None))
-    try:
-        result = run(design, _inputs(design, m, rec), {c.core.tile: c for c in net.cores})
-    except (_Unsent, RunError):
+    cores, result = _run(design, m, rec, ident)
+    if isinstance(result, str) or not result.ok or not all(c.runner.finished() for c in cores):
         return None
-    if not result.ok or not all(c.runner.finished() for c in net.cores):
-        return None
-    return [c.trace for c in net.cores]
+    return [c.trace for c in cores]
 
 
-def _derive(design: AieDesign, m, rec: Recording) -> list[_Ordered] | str:
+def _derive(design: AieDesign, m, rec: Recording, ident) -> list[_Ordered] | str:
     """The cores' calls in op order (one FIFO object each), or why they cannot run."""
-    ident = run(design)
-    net = _Net(rec, design, m, ident.received, _Kernels(None), core_class=_Ordered)
-    try:
-        result = run(design, _inputs(design, m, rec), {c.core.tile: c for c in net.cores})
-    except (_Unsent, RunError) as err:
-        return str(err)
+    cores, result = _run(design, m, rec, ident, _Ordered)
+    if isinstance(result, str):
+        return result
     if not result.ok:
         return "; ".join(result.blocked[:3])
-    return [c for c in net.cores if isinstance(c, _Ordered)]
+    return [c for c in cores if isinstance(c, _Ordered)]
 
 
 #: How much of a core's calls join into one call: nothing; the objects a call waits for before its
@@ -177,6 +181,7 @@ def _with_steps(design: AieDesign, cores: list[_Ordered], join: str) -> AieDesig
     fifos = {f.name: f for f in design.fifos}
     depth = {f.name: f.depth for f in design.fifos}
     symbols: dict[tuple, str] = {}
+    numbered: dict[str, int] = {}                # kernel -> symbols made from it so far
     out = []
     for c in cores:
         runs: list[list] = []
@@ -190,7 +195,8 @@ def _with_steps(design: AieDesign, cores: list[_Ordered], join: str) -> AieDesig
             sig = (c.core.kernel,) + tuple((memref_type(fifos[a.fifo].dtype, fifos[a.fifo].shape), a.port, a.count)
                                            for a in accesses)
             if sig not in symbols:
-                symbols[sig] = f"{c.core.kernel}_{sum(1 for t in symbols if t[0] == c.core.kernel)}"
+                k = numbered.get(c.core.kernel, 0)
+                symbols[sig], numbered[c.core.kernel] = f"{c.core.kernel}_{k}", k + 1
             steps.append(Step(symbols[sig], accesses, repeat))
         out.append(replace(c.core, steps=tuple(steps), iterations=sum(s.repeat for s in steps)))
     return replace(design, cores=tuple(out))
@@ -200,9 +206,10 @@ def ordered_design(design: AieDesign, m, rec: Recording) -> tuple[AieDesign, str
     """``design`` with every core following its members' op order, when its one loop body cannot
     compute the program (the module docstring); unchanged when the loop body can, or when the
     op order cannot run either. The design and a note (empty: nothing to say)."""
-    if not run(design).ok or computes(design, m, rec) is not None:
+    ident = run(design)
+    if not ident.ok or computes(design, m, rec, ident) is not None:
         return design, ""
-    cores = _derive(design, m, rec)
+    cores = _derive(design, m, rec, ident)
     if isinstance(cores, str):
         return design, f"the cores cannot follow their members' op order either: {cores}"
     # the most joined program that runs, fits its FIFO buffers (as mlir-aie allocates them) and, if
