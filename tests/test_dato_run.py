@@ -72,6 +72,37 @@ def test_an_allreduce_chain_leaves_the_whole_sum_on_its_last_member(shards):
     assert out.tensors["Y"].tolist() == X.sum(axis=1).tolist()
 
 
+@pytest.mark.parametrize("shards", [2, 4])
+def test_an_allreduce_result_carries_the_largest_term_of_its_chain_as_its_scale(shards):
+    """Terms that cancel: the stored sum is small, its scale is the sum of its terms' magnitudes
+    (through reduce_sum and the chain); a tensor stored from a nonlinear compute has none."""
+    rng = np.random.default_rng(shards)
+    X = rng.standard_normal((8, 16)) * 10
+    X[:, 8:] = -X[:, :8]                         # every row sums to zero
+    out = run(_row_sums(shards), {"X": X})
+    assert set(out.scale) == {"Y"}
+    np.testing.assert_allclose(out.scale["Y"], np.abs(X).sum(axis=1), rtol=1e-5)
+    assert (out.scale["Y"] >= np.abs(out.tensors["Y"])).all()
+    plain = Program("plain")
+    Z = Tensor("Z", ("f32", (4, 4)))
+
+    @plain.task()
+    def only():
+        Z.store(compute("relu", reads=[Z.load()]))
+
+    assert run(plain, {"Z": np.ones((4, 4))}).scale == {}
+
+
+def test_the_scale_of_a_product_is_the_product_of_the_magnitudes():
+    """GEMM's C: |A| @ |B| per element, through the chain of partial products."""
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((64, 64)), rng.standard_normal((64, 64))
+    out = run(gemm_program(64, 2), {"A": A, "B": B})
+    want = np.abs(to_bf16(A)).astype(np.float32) @ np.abs(to_bf16(B)).astype(np.float32)
+    np.testing.assert_allclose(out.scale["C"], want, rtol=1e-4)
+    assert (out.scale["C"] >= np.abs(out.tensors["C"])).all()
+
+
 def test_a_compute_with_no_numbers_is_named_with_its_line():
     p = Program("unknown")
     X = Tensor("X", ("f32", (4, 4)))

@@ -24,6 +24,16 @@ sum ``m, l``; makes ``m, l, p, alpha``), ``rescale`` (``acc * alpha`` per row) a
 even) after every op, as the AIE kernels store them (:mod:`dfopt.codegen.aie.kernels`); ``f32``
 values are float32; sums are float32.
 
+A tensor stored from a sum also gets its *scale* (:attr:`RunResult.scale`): per element, the sum
+of the magnitudes of the terms it was computed from, carried through the linear steps (``matmul``
+and its forms: ``|a| @ |b|``; ``add``, ``reduce_sum`` and the allreduce chain: the terms' scales
+summed; ``mul``, ``scale``, ``rescale``, ``normalize``: the scale times (or over) the factor's
+magnitude); a nonlinear compute starts afresh at its result's magnitude. That is the forward-error
+scale of a float sum: a result whose terms cancel (30.2 + -38.6, rounded to bf16 along the chain)
+is only as exact as the ulps of its terms, and a checker that compares another evaluation of the
+program with this one (another summation order, other roundings on the way) measures its error
+against that scale.
+
 >>> import numpy as np
 >>> from dfopt.dato.examples import gemm_program
 >>> rng = np.random.default_rng(0)
@@ -120,6 +130,19 @@ FUNCTIONS: dict[str, Function] = {
     "softmax_block": Function((1, 3), _softmax_block, several=True),
 }
 
+#: The linear computes' terms' magnitudes (the module docstring) from their reads' (the factors are
+#: taken at their magnitudes, the same for values and scales)
+_LINEAR: dict[str, Callable[..., Any]] = {
+    "matmul": lambda a, b: a @ b,
+    "matmul_bt": lambda a, b: a @ b.T,
+    "matmul_acc": lambda a, b, c: c + a @ b,
+    "add": lambda *xs: np.sum(xs, axis=0, dtype=np.float32),
+    "mul": lambda a, b: a * b,
+    "scale": _scale,
+    "rescale": lambda acc, alpha: acc * _rows(acc, alpha),
+    "normalize": lambda acc, l_: acc / _rows(acc, l_),
+}
+
 
 @dataclass
 class RunResult:
@@ -130,6 +153,7 @@ class RunResult:
     written: dict
     ops: int
     tokens: dict = field(default_factory=dict)
+    scale: dict = field(default_factory=dict)   # tensor -> per element: the terms' magnitudes (docstring)
 
 
 def _round(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -165,11 +189,16 @@ class Channels:
     tile received instead, and computes with the compiled kernels. A method returns :data:`WAIT`
     when the op cannot run yet."""
 
+    #: id(value) -> (value, its terms' magnitudes); None: not noted (a subclass that does not need it)
+    shadow: dict[int, tuple] | None = None
+
     def __init__(self, rec: Recording, data: dict, written: dict):
         self.rec, self.data, self.written = rec, data, written
         self.queues: dict[str, deque] = {name: deque() for name in rec.streams}
         self.tokens = dict.fromkeys(rec.streams, 0)
         self.chains: dict[tuple[str, int], np.ndarray] = {}   # (instance, k-th allreduce) -> its prefix sum
+        self.shadow = {}
+        self.scale: dict[str, np.ndarray] = {}                # tensor -> the terms' magnitudes of what was stored
 
     def get(self, inst: TaskInstance, op: Op) -> Any:
         q = self.queues[str(op.stream)]
@@ -191,6 +220,21 @@ class Channels:
                            f"{tensor[idx].shape} block of {op.name!r}")
         tensor[idx] = _round(value, self.rec.tensors[op.name].type.dtype)
         self.written[op.name][idx] = True
+        entry = self.shadow.get(id(value)) if self.shadow is not None else None
+        if entry is not None and entry[0] is value:
+            scale = self.scale.setdefault(op.name, np.zeros(tensor.shape, np.float32))
+            scale[idx] = np.maximum(scale[idx], entry[1])
+
+    def terms(self, value) -> np.ndarray:
+        """The magnitudes of the terms ``value`` was summed from, per element (the module docstring):
+        its own magnitude when it is not a sum."""
+        entry = self.shadow.get(id(value)) if self.shadow is not None else None
+        return entry[1] if entry is not None and entry[0] is value else np.abs(_f32(value))
+
+    def summed(self, value, terms) -> None:
+        """Note ``value``'s terms' magnitudes (at least its own)."""
+        if self.shadow is not None and terms is not None and isinstance(value, np.ndarray):
+            self.shadow[id(value)] = (value, np.maximum(np.asarray(terms, np.float32), np.abs(_f32(value))))
 
     def partial(self, inst: TaskInstance, op: Op, before: str, k: int) -> Any:
         """The prefix sum of the ``k``-th allreduce of ``before``, the chain member before ``inst``."""
@@ -205,11 +249,16 @@ class Channels:
         """One allreduce step: the partial sum ``before`` (None for the chain's first member) plus
         ``inst``'s ``x``, at the result's type."""
         total = x.astype(np.float32) if before is None else before.astype(np.float32) + x.astype(np.float32)
-        return _round(total, _out_dtype(self.rec, op))
+        prefix = _round(total, _out_dtype(self.rec, op))
+        self.summed(prefix, self.terms(x) if before is None else self.terms(before) + self.terms(x))
+        return prefix
 
     def compute(self, inst: TaskInstance, op: Op, args: list):
         """The value (a tuple for a compute with several results) of the compute ``op`` on ``args``."""
-        return _compute(self.rec, op, args, f"instance {inst.name} line {op.line}")
+        out = _compute(self.rec, op, args, f"instance {inst.name} line {op.line}")
+        if not isinstance(out, tuple) and op.fn in _LINEAR:
+            self.summed(out, _LINEAR[op.fn](*[self.terms(a) for a in args]))
+        return out
 
 
 def run(program: Program | Recording, tensors: Mapping[str, np.ndarray]) -> RunResult:
@@ -219,7 +268,7 @@ def run(program: Program | Recording, tensors: Mapping[str, np.ndarray]) -> RunR
     data, written = tensor_data(rec, tensors)
     channels = Channels(rec, data, written)
     done = run_instances(rec, list(rec.instances.values()), channels)
-    return RunResult(data, written, done, channels.tokens)
+    return RunResult(data, written, done, channels.tokens, channels.scale)
 
 
 def tensor_data(rec: Recording, tensors: Mapping[str, np.ndarray]) -> tuple[dict, dict]:
@@ -323,6 +372,7 @@ def _step(rec, st: _Instance, op: Op, ch: Channels) -> bool:
         x = _value(rec, st, op.reads[0])
         total = np.asarray(np.sum(x.astype(np.float32), axis=op.axis, dtype=np.float32))
         st.env[op.out] = _round(total, _out_dtype(rec, op))
+        ch.summed(st.env[op.out], np.sum(ch.terms(x), axis=op.axis, dtype=np.float32))
     elif op.kind == "compute":
         out = ch.compute(st.inst, op, [_value(rec, st, v) for v in op.reads])
         if isinstance(out, tuple):

@@ -161,9 +161,9 @@ def unpack(raw, counts, dtype, shape):
     return np.ascontiguousarray(x.transpose(order)).reshape(shape)
 
 
-def error(got, want, dtype):
+def error(got, want, dtype, scale=None):
     """bf16: the largest difference in bf16 ulps of the larger magnitude (at least 1/{floor} of max
-    |want|); f32: relative to max |want|."""
+    |want|, and at least ``scale``: a sum's terms' magnitudes there); f32: relative to max |want|."""
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     if np.isnan(got).any():
         return float("inf")
@@ -172,6 +172,8 @@ def error(got, want, dtype):
     if dtype == "bf16":
         mag = np.maximum(np.maximum(np.abs(got), np.abs(want)).astype(np.float64),
                          float(np.abs(want).max()) / {floor})
+        if scale is not None:
+            mag = np.maximum(mag, np.abs(scale).astype(np.float64))
         return float((diff / np.maximum(2.0 ** (np.floor(np.log2(np.maximum(mag, 1e-30))) - 7), 2.0 ** -133)).max())
     return float(diff.max() / (float(np.abs(want).max()) or 1.0))
 
@@ -213,7 +215,8 @@ def main():
             continue
         bo.sync(xrt.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE)
         got = unpack(bo.read(b["bytes"], 0), b["counts"], b["dtype"], b["shape"])
-        err = error(got, data["out_" + b["name"]], b["dtype"])
+        scale = data["scale_" + b["name"]] if "scale_" + b["name"] in data.files else None
+        err = error(got, data["out_" + b["name"]], b["dtype"], scale)
         limit = {ulps} if b["dtype"] == "bf16" else {rtol}
         unit = "bf16 ulps" if b["dtype"] == "bf16" else "relative"
         print(f"output {{b['name']}}: {{err:.3g}} {{unit}} (allowed {{limit}})")
@@ -295,6 +298,7 @@ def write_design_folder(instance: Instance, solution: Solution, out_dir, name: s
             paths.update(write_cores(report.traces, tmp, name, memories))
             arrays = {f"in_{k}": v for k, v in report.inputs.items()}
             arrays.update({f"out_{k}": v for k, v in report.reference.items()})
+            arrays.update({f"scale_{k}": v for k, v in report.scale.items()})
             paths["data"] = tmp / "data.npz"
             np.savez(paths["data"], **{k: np.asarray(v, np.float32) for k, v in arrays.items()})  # type: ignore[arg-type]
             used = memory_bytes(design)

@@ -347,6 +347,7 @@ def host_check(folder, workdir=None):
         result = run(design, inputs, cores.kernels())
     report.run = result
     report.reference = {name: data[f"out_{name}"] for name, b in buffers.items() if b["dir"] == "out"}
+    report.scale = {name: data[f"scale_{name}"] for name in report.reference if f"scale_{name}" in data.files}
     report.faults += [f"deadlock: {w}" for w in result.blocked] + result.faults
     compare_outputs(report, {n: (b["dtype"], b["counts"], b["words"]) for n, b in buffers.items()}, result)
     report.summary = {"cores": len(design.cores), "fifos": len(design.fifos), "objects": sum(result.objects.values()),

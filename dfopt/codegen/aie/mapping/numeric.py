@@ -31,7 +31,10 @@ as the data they have allows:
 The outputs (what the shim transfers wrote into the host buffers, unblocked) must equal the
 program's numbers from :func:`dfopt.dato.run.run` on the same inputs: bf16 within two bf16 ulps of
 the larger magnitude (the kernels sum in another order than NumPy), that magnitude at least 1/256 of
-the tensor's largest (a sum that cancels to near zero keeps its terms' rounding error), f32 within
+the tensor's largest (a sum that cancels to near zero keeps its terms' rounding error) and, for a
+sum, at least the sum of its terms' magnitudes at that element (the reference's
+:attr:`~dfopt.dato.run.RunResult.scale`: a prefix rounded to bf16 along an allreduce chain is rounded
+at its own magnitude, so 30.2 + -38.6 is exact only to the ulps of its terms), f32 within
 ``1e-4`` of the tensor's largest magnitude. A word never written, a member that never finishes
 (what it waits for) and a FIFO left with unread words are faults too.
 
@@ -78,7 +81,7 @@ __all__ = ["numeric_check", "NumericReport", "Trace", "Buffer", "tile_ops", "hos
 _INDEX = (1 << WRITER_SHIFT) - 1
 #: bf16 outputs: the error allowed, in bf16 ulps of the larger magnitude, that magnitude taken as at
 #: least 1/BF16_FLOOR of the tensor's largest (a sum that cancels to near zero keeps the absolute
-#: rounding error of its terms); f32: relative to the max
+#: rounding error of its terms) and at least a sum's terms' magnitudes there; f32: relative to the max
 BF16_ULPS = 2
 BF16_FLOOR = 256
 F32_RTOL = 1e-4
@@ -105,6 +108,7 @@ class NumericReport:
     dtypes: dict = field(default_factory=dict)
     traces: list = field(default_factory=list)
     inputs: dict = field(default_factory=dict)
+    scale: dict = field(default_factory=dict)     # output -> the reference's terms' magnitudes (dfopt.dato.run)
 
 
 # -- bytes of values ------------------------------------------------------------------------------
@@ -857,8 +861,10 @@ def numeric_check(instance: Instance, solution: Solution, program=None, tensors:
         tensors = _random_inputs(rec, seed)
     data, _ = tensor_data(rec, tensors)
     report.inputs = {name: data[name] for name in tensors}
-    report.reference = {k: v for k, v in run_program(rec, data).tensors.items()
+    ref = run_program(rec, data)
+    report.reference = {k: v for k, v in ref.tensors.items()
                         if any(op.kind == "store" and op.name == k for i in rec.instances.values() for op in i.ops)}
+    report.scale = {k: v for k, v in ref.scale.items() if k in report.reference}
     ident = run(design)
     if not ident.ok:
         report.run = ident
@@ -918,7 +924,7 @@ def compare_outputs(report: NumericReport, tensors: dict, result: AieRun) -> Non
         got = unblock(_word_bytes(words, _width(word_type)), counts, dtype, ref.shape)
         report.outputs[name] = got
         report.dtypes[name] = dtype
-        errs = _errors(got, ref, dtype)
+        errs = _errors(got, ref, dtype, report.scale.get(name))
         err = float(errs.max()) if errs.size else 0.0
         report.errors[name] = err
         limit = BF16_ULPS if dtype == "bf16" else F32_RTOL
@@ -929,14 +935,17 @@ def compare_outputs(report: NumericReport, tensors: dict, result: AieRun) -> Non
                                  f"{float(got[where]):.6g} vs {float(ref[where]):.6g}")
 
 
-def _errors(got: np.ndarray, ref: np.ndarray, dtype: str) -> np.ndarray:
+def _errors(got: np.ndarray, ref: np.ndarray, dtype: str, scale: np.ndarray | None = None) -> np.ndarray:
     """The error of every element: bf16 in ulps (of the larger magnitude, at least 1/BF16_FLOOR of
-    the tensor's largest), f32 relative to the tensor's largest magnitude; inf where NaN."""
+    the tensor's largest and at least ``scale``, the reference's terms' magnitudes there), f32
+    relative to the tensor's largest magnitude; inf where NaN."""
     diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
     if not diff.size:
         return diff
     if dtype == "bf16":
         mag = np.maximum(np.maximum(np.abs(got), np.abs(ref)).astype(np.float64), float(np.abs(ref).max()) / BF16_FLOOR)
+        if scale is not None:
+            mag = np.maximum(mag, np.abs(scale).astype(np.float64))
         err = diff / np.maximum(2.0 ** (np.floor(np.log2(np.maximum(mag, 1e-30))) - 7), 2.0 ** -133)
     else:
         err = diff / (float(np.abs(ref).max()) or 1.0)
