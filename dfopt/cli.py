@@ -17,6 +17,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from dfopt import __version__
@@ -393,10 +394,24 @@ def _emit_line(problem: str, out_dir: str, written) -> str:
     if problem == "mapping":
         kernels = (f"{sum(1 for k in written if k.startswith('core_'))} core kernels, the XRT host program"
                    if "host" in written else "no core kernels (see design.json)")
-        return (f"  MLIR-AIE written to {written['custom']} and {written['generic']}, {kernels}; run: make -C "
+        line = (f"  MLIR-AIE written to {written['custom']} and {written['generic']}, {kernels}; run: make -C "
                 f"{out_dir} sim (on the host), xclbin, run (AMD's toolchain, an NPU; docs/aie.md)")
+        reason = _kernels_reason(written.get("design"))
+        return line + (f"\n  warning: {reason}" if reason else "")
     return (f"  HLS C++ written to {out_dir}; run: make -C {out_dir} csim (threaded), csim-vitis "
             "(Vitis's hls_stream.h), hls, xclbin (docs/hls.md)")
+
+
+def _kernels_reason(design_json) -> str:
+    """What design.json says about a folder whose kernels were written but will not build (a core
+    over its data memory); empty otherwise."""
+    if design_json is None:
+        return ""
+    try:
+        kernels = json.loads(Path(design_json).read_text()).get("kernels", {})
+    except (OSError, ValueError):
+        return ""
+    return str(kernels.get("reason") or "") if kernels.get("status") == "written" else ""
 
 
 def _split(text):

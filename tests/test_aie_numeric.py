@@ -211,9 +211,10 @@ def test_a_folder_without_kernels_says_why(tmp_path, monkeypatch):
         assert done.returncode == 2 and "no core kernels" in done.stderr
 
 
-def test_make_sim_passes_on_the_attention_design(tmp_path):
+def test_make_sim_passes_on_the_attention_design(tmp_path, capsys):
     """The stepped attention design's folder: one symbol per step signature in each core's file,
-    declared in the MLIR, and ``make sim`` PASS with the emitted kernels."""
+    declared in the MLIR, and ``make sim`` PASS with the emitted kernels. Its gemm1 pairs overflow
+    their tiles' 64 KiB: design.json and the terminal say so and which bundles to keep apart."""
     _need_cxx()
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
@@ -221,6 +222,10 @@ def test_make_sim_passes_on_the_attention_design(tmp_path):
     assert main(["solve", str(ROOT / "instances/mapping/attention-2x4.json"), "--quiet", "--emit-dir", str(out)]) == 0
     meta = json.loads((out / "design.json").read_text())
     assert meta["kernels"]["status"] == "written"
+    assert 'options.mapping.max_members {"gemm1": 1}' in meta["kernels"]["reason"]
+    assert "warning: the kernels' arenas and FIFO buffers exceed" in capsys.readouterr().out
+    over = {tuple(c["tile"]) for c in meta["cores"] if c["over_memory"]}
+    assert over and all(c["kernel"] == "gemm1" for c in meta["cores"] if tuple(c["tile"]) in over)
     mlir = (out / "attention-2x4.mlir").read_text()
     for core in meta["cores"]:
         text = (out / core["source"]).read_text()
@@ -229,6 +234,33 @@ def test_make_sim_passes_on_the_attention_design(tmp_path):
     done = subprocess.run(["make", "-C", str(out), "sim"], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("PASS") == 2
+
+
+def test_keeping_the_overflowing_bundles_apart_leaves_no_gemm1_pair_over(tmp_path):
+    """The suggestion followed: with max_members {"gemm1": 1} every gemm1 core fits; the mapping then
+    pairs gemm0 and send_q instead, and the next suggestion names those."""
+    out = tmp_path / "att"
+    assert main(["solve", str(ROOT / "instances/mapping/attention-2x4.json"), "--quiet", "--emit-dir", str(out),
+                 "--max-members", '{"gemm1": 1}']) == 0
+    meta = json.loads((out / "design.json").read_text())
+    assert not [c for c in meta["cores"] if c["kernel"] == "gemm1" and c["over_memory"]]
+    assert '"gemm1"' not in meta["kernels"]["reason"] and "max_members" in meta["kernels"]["reason"]
+
+
+def test_attention_at_128_rows_fits_every_core_of_the_2x4_region(tmp_path):
+    """Half the rows: every core's arena, FIFO buffers and stack fit its 64 KiB, nothing to keep
+    apart, and the numeric model gives the program's numbers."""
+    from dfopt.instance.convert import dump
+
+    spec = {"example": "attention", "args": {"seq": 128}}
+    inst = to_instance(program_from_spec(spec), "att128", "npu1", {"columns": [1, 2], "rows": [2, 5]},
+                       options={"program": spec})
+    dump(inst, tmp_path / "att128.json")
+    out = tmp_path / "att"
+    assert main(["solve", str(tmp_path / "att128.json"), "--quiet", "--emit-dir", str(out)]) == 0
+    meta = json.loads((out / "design.json").read_text())
+    assert meta["kernels"] == {"status": "written", "reason": ""}
+    assert meta["cores"] and not [c for c in meta["cores"] if c["over_memory"]]
 
 
 def test_make_sim_skips_the_kernels_of_an_instance_without_its_program(tmp_path):

@@ -273,3 +273,42 @@ def test_bundle_sizes_are_powers_of_two():
     soft = [f"softmax_{i}" for i in range(4)]
     assert any("powers of two" in f for f in legality_faults(d, soft[:3], "tile(1,2)"))
     assert legality_faults(d, soft[:2], "tile(1,2)") == legality_faults(d, soft, "tile(1,2)") == []
+
+
+def test_max_members_keeps_bundles_apart_in_both_formulations_and_the_checker(searched):
+    """``options.mapping.max_members``: the search and the exact model hold at most that many
+    members of the task on a tile; the checker refuses an answer that holds more, naming the tile."""
+    inst = load(ROOT / "instances" / "mapping" / "attention-2x4.json")
+    free = searched["attention-2x4"].sections["mapping"]["physical"]
+    per_tile = [sum(1 for v, t in free.items() if t == tile and v.startswith("gemm1_")) for tile in set(free.values())]
+    assert max(per_tile) == 2                    # the search bundles gemm1 unless told not to
+    for formulation in ("search", "cpsat"):
+        sol = solve_instance(inst, formulation=formulation, max_members={"gemm1": 1}, time_limit=30)
+        assert _ok(sol), sol.checks
+        placed = sol.sections["mapping"]["physical"]
+        tiles = [placed[f"gemm1_{i}"] for i in range(4)]
+        assert len(set(tiles)) == 4, tiles
+    capped = mapping_data(inst, max_members={"gemm1": 1})
+    faults = evaluate(capped, {v: tuple(int(c) for c in t.strip("tile()").split(",")) for v, t in free.items()}).faults
+    assert any("2 members of task gemm1; options.mapping.max_members allows 1" in f for f in faults), faults
+
+
+def test_attention_2x4_does_not_fit_eight_tiles_with_its_overflowing_bundles_apart():
+    """The bundles whose emitted kernels overflow a tile's 64 KiB (gemm1 pairs, then send_q + gemm0
+    pairs) kept apart: the exact model proves no mapping of the 256-row attention fits 8 tiles."""
+    inst = load(ROOT / "instances" / "mapping" / "attention-2x4.json")
+    with pytest.raises(InfeasibleError, match="exact model proved it"):
+        solve_instance(inst, formulation="cpsat", max_members={"gemm1": 1, "gemm0": 1, "send_q": 1}, time_limit=60)
+
+
+def test_max_members_names_what_is_wrong():
+    inst = load(ROOT / "instances" / "mapping" / "attention-2x4.json")
+    with pytest.raises(InstanceError, match="task 'gemm2', which the graph does not have") as err:
+        mapping_data(inst, max_members={"gemm2": 1})
+    assert err.value.pointer == "/options/mapping/max_members/gemm2"
+    with pytest.raises(InstanceError, match=r"max_members\['gemm1'\] must be an integer >= 1, got 0"):
+        mapping_data(inst, max_members={"gemm1": 0})
+    data = json.loads((ROOT / "instances" / "mapping" / "attention-2x4.json").read_text())
+    data["options"]["mapping"]["max_members"] = {"gemm1": "one"}
+    with pytest.raises(InstanceError, match="max_members"):
+        solve_instance(from_dict(data))

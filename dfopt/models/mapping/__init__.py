@@ -66,6 +66,13 @@ class Options(CommonOptions):
                                                "additionalProperties": {"type": ["integer", "boolean"]}}},
                                       "required": ["example"],
                                       "additionalProperties": False}, metavar="JSON")
+    max_members: dict | None = option(None, "the most members of a task one tile may hold: {task: n} (a bundle "
+                                            "whose core kernels do not fit the tile's data memory, as --emit-dir "
+                                            "reports, kept apart)",
+                                      schema={"type": "object",
+                                              "additionalProperties": {"type": "integer", "minimum": 1,
+                                                                       "maximum": 1_000_000}},
+                                      metavar="JSON")
     mlir_aie_version: str = option("latest", "--emit-dir: the mlir-aie the MLIR is written for, 'latest' or a "
                                              "snapshot date YYYY-MM-DD (up to 2025-11-17 the runtime sequence is "
                                              "aiex.runtime_sequence, after it aie.runtime_sequence)", metavar="DATE")
@@ -96,7 +103,8 @@ def _presolve(d: MappingData) -> list[str]:
 def prepare(instance: Instance, options: Options) -> MappingData:
     from dfopt.dato.examples import check_program, program_from_spec
 
-    d = mapping_data(instance, options.region, where(options, "region"))
+    d = mapping_data(instance, options.region, where(options, "region"), options.max_members,
+                     where(options, "max_members"))
     if options.program is not None:             # the numeric model's program, checked before any solving
         check_program(instance, program_from_spec(options.program, where(options, "program")),
                       where(options, "program"))
@@ -124,7 +132,8 @@ def _emit(instance, solution, out_dir, options: Options | None = None) -> dict:
 
 
 def _region(instance, options: Options):
-    d = mapping_data(instance, options.region, where(options, "region"))
+    d = mapping_data(instance, options.region, where(options, "region"), options.max_members,
+                     where(options, "max_members"))
     cols, rows = sorted({t[0] for t in d.tiles}), sorted({t[1] for t in d.tiles})
     return {"columns": [cols[0], cols[-1]], "rows": [rows[0], rows[-1]]}
 

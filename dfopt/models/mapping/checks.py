@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
     """The checks above, in the region of the instance and the options (never the solution's)."""
     sec = solution.sections.get("mapping") or {}
-    d = mapping_data(instance, options.region, where(options, "region"))
+    d = mapping_data(instance, options.region, where(options, "region"), options.max_members,
+                     where(options, "max_members"))
     assign, bad = {}, []
     for v, t in solution.decision.physical.items():
         if v not in d.task:

@@ -85,6 +85,8 @@ class MappingData:
     index: dict = field(default_factory=dict)     # node -> grid index (attrs.index; else its position)
     # task -> data memory of a bundle of it: its largest member (members run in turn, reusing buffers)
     task_bytes: dict = field(default_factory=dict)
+    # task -> the most of its members one tile may hold (options.mapping.max_members; absent: no limit)
+    caps: dict = field(default_factory=dict)
 
     @functools.cached_property
     def rank(self) -> dict:
@@ -188,9 +190,11 @@ def _is_block(block) -> bool:
 
 
 def mapping_data(instance: Instance, region: dict | None = None,
-                 region_pointer: str = "/options/mapping/region") -> MappingData:
-    """The data of a ``problem: mapping`` instance (``region`` overrides ``options.mapping.region``;
-    ``region_pointer`` is where errors about it point)."""
+                 region_pointer: str = "/options/mapping/region", max_members: dict | None = None,
+                 members_pointer: str = "/options/mapping/max_members") -> MappingData:
+    """The data of a ``problem: mapping`` instance (``region`` and ``max_members`` override
+    ``options.mapping.region`` and ``.max_members``; the pointers say where errors about them
+    point)."""
     graph, platform = instance.graph, instance.platform
     assert graph is not None  # the driver checks the parts a problem needs
     if platform is None or platform.kind != "npu" or not platform.npu:
@@ -240,8 +244,29 @@ def mapping_data(instance: Instance, region: dict | None = None,
     task_bytes: dict = {}
     for n in graph.kernels:
         task_bytes[task[n]] = max(task_bytes.get(task[n], 0), mem_bytes[n])
+    if max_members is None:
+        max_members = instance.options_for("mapping").get("max_members")
+    caps = _caps(max_members or {}, tasks, members_pointer)
     return MappingData(list(graph.kernels), task, work, mem_bytes, iso, ports, edges, dag, tiles, neighbours,
-                       mem, shim, limits, platform.name, conflicts, links, tasks, index, task_bytes)
+                       mem, shim, limits, platform.name, conflicts, links, tasks, index, task_bytes, caps)
+
+
+def _caps(max_members: dict, tasks: list, pointer: str) -> dict:
+    """``options.mapping.max_members`` checked: task names of the graph, integers >= 1."""
+    if not isinstance(max_members, dict):
+        raise InstanceError(f"max_members must be an object {{task: most members on one tile}}, got {max_members!r}",
+                            pointer=pointer)
+    caps = {}
+    for name, n in max_members.items():
+        at = f"{pointer}/{name}" if pointer.startswith("/") else f"{pointer}[{name!r}]"
+        if name not in tasks:
+            raise InstanceError(f"max_members names task {name!r}, which the graph does not have (its tasks: "
+                                f"{', '.join(tasks[:12])}{', ...' if len(tasks) > 12 else ''})",
+                                pointer=at)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InstanceError(f"max_members[{name!r}] must be an integer >= 1, got {n!r}", pointer=at)
+        caps[name] = n
+    return caps
 
 
 def connected_task_sets(d: MappingData) -> list[frozenset]:

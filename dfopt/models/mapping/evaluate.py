@@ -94,6 +94,10 @@ def legality_faults(d: MappingData, members: Iterable[str], where: str) -> list[
             elif frozenset((a, b)) in d.conflicts:
                 faults.append(f"{where}: {a} and {b} depend on each other, so they cannot be bundled")
     sizes = {task: len(vs) for task, vs in by_task.items()}
+    for task, n in sizes.items():
+        if n > d.caps.get(task, n):
+            faults.append(f"{where}: {n} members of task {task}; options.mapping.max_members allows {d.caps[task]} "
+                          "on one tile")
     odd = {task: n for task, n in sizes.items() if n & (n - 1)}
     if odd:
         text = ", ".join(f"{n} x {task}" for task, n in odd.items())

@@ -123,6 +123,10 @@ def build(d: MappingData, partition: list | None = None) -> ExactModel:
         for b in d.tasks[i + 1:]:
             for t in tiles:
                 m.add(count[a, t] == count[b, t]).only_enforce_if([p[a, t], p[b, t]])
+    # the most members of a task one tile may hold (options.mapping.max_members)
+    for task, cap in d.caps.items():
+        for t in tiles:
+            m.add(count[task, t] <= cap)
     # bundle factors are powers of two (the search's pairing makes no others): a core loop of c
     # iterations moves 1/c of a FIFO's bytes per iteration, which a factor like 3 cannot cut evenly
     for task, classes in by_task.items():

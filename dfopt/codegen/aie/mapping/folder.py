@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -311,7 +312,7 @@ def write_design_folder(instance: Instance, solution: Solution, out_dir, name: s
             over = [c["tile"] for c in cores if c["over_memory"]]
             if over:
                 reason = (f"the kernels' arenas and FIFO buffers exceed the {limit}-byte data memory of core(s) "
-                          f"{over[:6]}: the build would not link")
+                          f"{over[:6]}: the build would not link") + _apart(report.traces, m, over)
             host = HOST_PY.format(name=name, ulps=BF16_ULPS, rtol=F32_RTOL, floor=BF16_FLOOR)
             (tmp / "host.py").write_text(host)
             paths["host"] = tmp / "host.py"
@@ -326,6 +327,21 @@ def write_design_folder(instance: Instance, solution: Solution, out_dir, name: s
             kernels_note=note, peano_target=PEANO_TARGETS.get(design.device, PEANO_TARGETS["npu1"])))
         paths.update(sim=tmp / "sim.json", makefile=tmp / "Makefile", design=tmp / "design.json")
     return {k: out / Path(v).relative_to(tmp) for k, v in paths.items()}
+
+
+def _apart(traces: list, m, over: list) -> str:
+    """What keeps the bundles of the cores ``over`` their data memory apart: the tasks with several
+    members on such a core, as ``options.mapping.max_members`` (empty when none has)."""
+    caps: dict[str, int] = {}
+    for t in traces:
+        if list(t.tile) in over:
+            for task, n in Counter(m.d.task[v] for v in t.members).items():
+                if n > 1:
+                    caps[task] = min(caps.get(task, n), n // 2)
+    if not caps:
+        return ""
+    return (f"; solve again with options.mapping.max_members {json.dumps(dict(sorted(caps.items())))} "
+            "to keep those bundles apart")
 
 
 def _json(path: Path, data) -> None:
