@@ -2,13 +2,15 @@
 search's and the exact model's design side by side, in one run.
 
 Per design: tiles, FIFOs and cores; the core programs (one loop body, or steps in the members' op
-order: cores, calls, kernel symbols); the shim transfers (``dma_memcpy_nd``) and, recounted, how many
-are outside the buffer-descriptor limits (must be none); mlir-aie's checker on both MLIR forms (when the tools
-folder is at hand); the functional model (element identities: faults, objects moved, wall time);
-the numeric model (the program's ops on the host-compiled kernels: faults, error per output, wall
-time); the core kernels emitted (sources, the largest arena a core keeps beside its FIFO buffers
-and stack, cores over their tile's data memory); and ``make sim`` (the emitted kernels compiled
-with g++ and run inside the data movement: result and wall time, compile included).
+order: cores, calls, kernel symbols); the shim transfers (``dma_memcpy_nd``) and, recounted, how
+many are outside the buffer-descriptor limits (must be none), beside the transfers as the design
+planned them before legalising (how many of those were outside the limits, how many were split);
+mlir-aie's checker on both MLIR forms (when the tools folder is at hand); the functional model
+(element identities: faults, objects moved, wall time); the numeric model (the program's ops on the
+host-compiled kernels: faults, error per output, wall time); the core kernels emitted (sources, the
+largest arena a core keeps beside its FIFO buffers and stack, cores over their tile's data memory);
+and ``make sim`` (the emitted kernels compiled with g++ and run inside the data movement: result and
+wall time, compile included).
 
 Usage::
 
@@ -67,9 +69,14 @@ def _design_row(name: str, formulation: str, limit: float, tools: Path | None, w
     transfers = [op for op in design.runtime.ops if isinstance(op, DmaTransfer)]
     lim = limits_of(inst.platform)
     bits = {f.name: 32 if f.dtype == "i32" else 8 for f in design.fifos}
+    planned = design.runtime.planned
     row.update(tiles=len(design.tiles), fifos=len(design.fifos), cores=len(design.cores), transfers=len(transfers),
                transfers_outside_limits=sum(1 for t in transfers
-                                            if pattern_faults(t.sizes, t.strides, t.offsets, bits[t.fifo], lim)))
+                                            if pattern_faults(t.sizes, t.strides, t.offsets, bits[t.fifo], lim)),
+               transfers_planned=len(planned),
+               planned_outside_limits=sum(1 for t, _ in planned
+                                          if pattern_faults(t.sizes, t.strides, t.offsets, bits[t.fifo], lim)),
+               planned_split=sum(1 for _, n in planned if n > 1))
     stepped = [c for c in design.cores if c.steps]
     row["program"] = {"cores_in_op_order": len(stepped), "calls": sum(c.calls() for c in design.cores),
                       "symbols": len({call.kernel for c in design.cores for call, _ in c.schedule()}),

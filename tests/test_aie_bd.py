@@ -94,6 +94,30 @@ def test_the_validator_refuses_a_transfer_the_descriptor_cannot_hold():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name", ["gemm-4x4x4", "gemm-npu2"])
+def test_the_planned_transfers_outside_the_limits_are_emitted_within_them(name):
+    """The GEMM designs plan transfers the buffer descriptor cannot hold (what 0.1 emitted as they
+    were); the runtime sequence holds them legalised: every transfer within the limits, moving the
+    same elements in the same order, FIFO by FIFO."""
+    from tests.mapping_designs import solved
+
+    from dfopt.codegen.aie.mapping import design_from_mapping
+
+    inst, sol = solved(name)
+    design = design_from_mapping(inst, sol)
+    lim = limits_of(inst.platform)
+    bits = {f.name: 32 if f.dtype == "i32" else 8 for f in design.fifos}
+    planned = design.runtime.planned
+    assert any(pattern_faults(t.sizes, t.strides, t.offsets, bits[t.fifo], lim) for t, _ in planned)
+    emitted = [op for op in design.runtime.ops if isinstance(op, DmaTransfer)]
+    assert not [t for t in emitted if pattern_faults(t.sizes, t.strides, t.offsets, bits[t.fifo], lim)]
+    assert len(emitted) == sum(n for _, n in planned)
+    for fifo in {t.fifo for t, _ in planned}:
+        want = [a for t, _ in planned if t.fifo == fifo for a in addresses(t.sizes, t.strides, t.offsets)]
+        got = [a for t in emitted if t.fifo == fifo for a in addresses(t.sizes, t.strides, t.offsets)]
+        assert got == want, fifo
+
+
 def test_every_shipped_mapping_lowers_through_aiecc(tmp_path):
     """The search's and the exact model's design of every shipped mapping instance, written for
     mlir-aie 2025-11-17 (what the checker parses), custom and generic form: OK through the NPU

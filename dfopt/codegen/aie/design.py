@@ -281,15 +281,19 @@ class DmaWait:
 
 @dataclass(frozen=True)
 class Runtime:
-    """The host-side runtime sequence: its arguments and its transfers and waits in order."""
+    """The host-side runtime sequence: its arguments and its transfers and waits in order.
+    ``planned``: per transfer as the design planned it, before it was legalised into the buffer
+    descriptor's limits, ``(DmaTransfer, pieces)`` (empty when the design was written by hand)."""
 
     buffers: tuple
     ops: tuple
     name: str = "sequence"
+    planned: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "buffers", tuple(self.buffers))
         object.__setattr__(self, "ops", tuple(self.ops))
+        object.__setattr__(self, "planned", tuple(self.planned))
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,7 @@ def _runtime(m: _Mapping, host: list) -> Runtime:
     output FIFO."""
     buffers: dict[str, HostBuffer] = {}
     ops: list[DmaTransfer | DmaWait] = []
+    planned: list[tuple[DmaTransfer, int]] = []
     bd: Counter[tuple] = Counter()
     bds = m.platform.npu["shim_tile"].get("bds", 16)
     limits = limits_of(m.platform, "shim")
@@ -199,6 +200,7 @@ def _runtime(m: _Mapping, host: list) -> Runtime:
             whole = DmaTransfer(flow.hub.name, flow.tensor, (*sizes[:3], sizes[3] // w),
                                 (*(s // w for s in strides[:3]), 1), (0, 0, 0, offsets[3] // w))
             pieces = legalize(whole, DTYPE_BITS.get(flow.dtype, 32), limits)
+            planned.append((whole, len(pieces)))
             if len(pieces) > 1:
                 m.notes.append(f"the transfer of {flow.tensor} on {flow.hub.name} ({list(whole.sizes)} / "
                                f"{list(whole.strides)}) was split into {len(pieces)} transfers within the "
@@ -210,4 +212,4 @@ def _runtime(m: _Mapping, host: list) -> Runtime:
                 ops.append(replace(piece, id=bd[shim]))
                 bd[shim] += 1
     ops += [DmaWait(flow.hub.name) for flow, _ in host if flow.join]
-    return Runtime(tuple(buffers.values()), tuple(ops))
+    return Runtime(tuple(buffers.values()), tuple(ops), planned=tuple(planned))
