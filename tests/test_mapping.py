@@ -295,10 +295,11 @@ def test_max_members_keeps_bundles_apart_in_both_formulations_and_the_checker(se
 
 def test_attention_2x4_does_not_fit_eight_tiles_with_its_overflowing_bundles_apart():
     """The bundles whose emitted kernels overflow a tile's 64 KiB (gemm1 pairs, then send_q + gemm0
-    pairs) kept apart: the exact model proves no mapping of the 256-row attention fits 8 tiles."""
+    pairs) kept apart: the exact model proves no mapping of the 256-row attention fits 8 tiles (in
+    a few seconds; the limit is only a cap for a slow machine)."""
     inst = load(ROOT / "instances" / "mapping" / "attention-2x4.json")
     with pytest.raises(InfeasibleError, match="exact model proved it"):
-        solve_instance(inst, formulation="cpsat", max_members={"gemm1": 1, "gemm0": 1, "send_q": 1}, time_limit=60)
+        solve_instance(inst, formulation="cpsat", max_members={"gemm1": 1, "gemm0": 1, "send_q": 1}, time_limit=600)
 
 
 def test_max_members_names_what_is_wrong():
