@@ -220,21 +220,27 @@ class Channels:
                            f"{tensor[idx].shape} block of {op.name!r}")
         tensor[idx] = _round(value, self.rec.tensors[op.name].type.dtype)
         self.written[op.name][idx] = True
-        entry = self.shadow.get(id(value)) if self.shadow is not None else None
-        if entry is not None and entry[0] is value:
+        noted = self._noted(value)
+        if noted is not None:
             scale = self.scale.setdefault(op.name, np.zeros(tensor.shape, np.float32))
-            scale[idx] = np.maximum(scale[idx], entry[1])
+            scale[idx] = np.maximum(scale[idx], noted)
+
+    def _noted(self, value) -> np.ndarray | None:
+        """The terms' magnitudes noted for ``value`` (None: not a sum, or nothing noted)."""
+        entry = self.shadow.get(id(value)) if self.shadow is not None else None
+        return entry[1] if entry is not None and entry[0] is value else None
 
     def terms(self, value) -> np.ndarray:
         """The magnitudes of the terms ``value`` was summed from, per element (the module docstring):
         its own magnitude when it is not a sum."""
-        entry = self.shadow.get(id(value)) if self.shadow is not None else None
-        return entry[1] if entry is not None and entry[0] is value else np.abs(_f32(value))
+        noted = self._noted(value)
+        return noted if noted is not None else np.abs(_f32(value))
 
-    def summed(self, value, terms) -> None:
-        """Note ``value``'s terms' magnitudes (at least its own)."""
-        if self.shadow is not None and terms is not None and isinstance(value, np.ndarray):
-            self.shadow[id(value)] = (value, np.maximum(np.asarray(terms, np.float32), np.abs(_f32(value))))
+    def summed(self, value, terms: Callable[[], Any]) -> None:
+        """Note ``value``'s terms' magnitudes (at least its own), ``terms()`` computing them; nothing
+        when these channels do not note them."""
+        if self.shadow is not None and isinstance(value, np.ndarray):
+            self.shadow[id(value)] = (value, np.maximum(np.asarray(terms(), np.float32), np.abs(_f32(value))))
 
     def partial(self, inst: TaskInstance, op: Op, before: str, k: int) -> Any:
         """The prefix sum of the ``k``-th allreduce of ``before``, the chain member before ``inst``."""
@@ -250,14 +256,14 @@ class Channels:
         ``inst``'s ``x``, at the result's type."""
         total = x.astype(np.float32) if before is None else before.astype(np.float32) + x.astype(np.float32)
         prefix = _round(total, _out_dtype(self.rec, op))
-        self.summed(prefix, self.terms(x) if before is None else self.terms(before) + self.terms(x))
+        self.summed(prefix, lambda: self.terms(x) if before is None else self.terms(before) + self.terms(x))
         return prefix
 
     def compute(self, inst: TaskInstance, op: Op, args: list):
         """The value (a tuple for a compute with several results) of the compute ``op`` on ``args``."""
         out = _compute(self.rec, op, args, f"instance {inst.name} line {op.line}")
         if not isinstance(out, tuple) and op.fn in _LINEAR:
-            self.summed(out, _LINEAR[op.fn](*[self.terms(a) for a in args]))
+            self.summed(out, lambda: _LINEAR[op.fn](*[self.terms(a) for a in args]))
         return out
 
 
@@ -372,7 +378,7 @@ def _step(rec, st: _Instance, op: Op, ch: Channels) -> bool:
         x = _value(rec, st, op.reads[0])
         total = np.asarray(np.sum(x.astype(np.float32), axis=op.axis, dtype=np.float32))
         st.env[op.out] = _round(total, _out_dtype(rec, op))
-        ch.summed(st.env[op.out], np.sum(ch.terms(x), axis=op.axis, dtype=np.float32))
+        ch.summed(st.env[op.out], lambda: np.sum(ch.terms(x), axis=op.axis, dtype=np.float32))
     elif op.kind == "compute":
         out = ch.compute(st.inst, op, [_value(rec, st, v) for v in op.reads])
         if isinstance(out, tuple):

@@ -26,7 +26,7 @@ from dfopt.errors import InfeasibleError
 from dfopt.models import registry
 from dfopt.models.base import Outcome, Problem
 from dfopt.models.mapping.checks import check, checks
-from dfopt.models.mapping.data import STACK_BYTES, MappingData, mapping_data
+from dfopt.models.mapping.data import STACK_BYTES, MappingData, mapping_data_of
 from dfopt.models.mapping.decision import MappingDecision, tile_text
 from dfopt.models.mapping.evaluate import Evaluation, class_text, evaluate, node_kind
 from dfopt.models.mapping.formulations import formulations
@@ -103,8 +103,7 @@ def _presolve(d: MappingData) -> list[str]:
 def prepare(instance: Instance, options: Options) -> MappingData:
     from dfopt.dato.examples import check_program, program_from_spec
 
-    d = mapping_data(instance, options.region, where(options, "region"), options.max_members,
-                     where(options, "max_members"))
+    d = mapping_data_of(instance, options)
     if options.program is not None:             # the numeric model's program, checked before any solving
         check_program(instance, program_from_spec(options.program, where(options, "program")),
                       where(options, "program"))
@@ -132,8 +131,7 @@ def _emit(instance, solution, out_dir, options: Options | None = None) -> dict:
 
 
 def _region(instance, options: Options):
-    d = mapping_data(instance, options.region, where(options, "region"), options.max_members,
-                     where(options, "max_members"))
+    d = mapping_data_of(instance, options)
     cols, rows = sorted({t[0] for t in d.tiles}), sorted({t[1] for t in d.tiles})
     return {"columns": [cols[0], cols[-1]], "rows": [rows[0], rows[-1]]}
 

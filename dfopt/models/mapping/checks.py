@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dfopt.models.mapping.data import mapping_data
+from dfopt.models.mapping.data import mapping_data_of
 from dfopt.models.mapping.decision import _pair, parse_tile, tile_text  # noqa: F401  (re-exported)
 from dfopt.models.mapping.evaluate import evaluate, node_kind
 from dfopt.models.mapping.route import route_faults
-from dfopt.models.options import where
 from dfopt.solution import Check, Solution
 
 if TYPE_CHECKING:
@@ -32,8 +31,7 @@ if TYPE_CHECKING:
 def checks(instance: Instance, options: Options, solution: Solution) -> list[Check]:
     """The checks above, in the region of the instance and the options (never the solution's)."""
     sec = solution.sections.get("mapping") or {}
-    d = mapping_data(instance, options.region, where(options, "region"), options.max_members,
-                     where(options, "max_members"))
+    d = mapping_data_of(instance, options)
     assign, bad = {}, []
     for v, t in solution.decision.physical.items():
         if v not in d.task:

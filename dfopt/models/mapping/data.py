@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 
 from dfopt.errors import InstanceError
+from dfopt.models.options import where
 
 if TYPE_CHECKING:
     from dfopt.instance.types import Instance
@@ -249,6 +250,13 @@ def mapping_data(instance: Instance, region: dict | None = None,
     caps = _caps(max_members or {}, tasks, members_pointer)
     return MappingData(list(graph.kernels), task, work, mem_bytes, iso, ports, edges, dag, tiles, neighbours,
                        mem, shim, limits, platform.name, conflicts, links, tasks, index, task_bytes, caps)
+
+
+def mapping_data_of(instance: Instance, options) -> MappingData:
+    """:func:`mapping_data` with the region and ``max_members`` of the problem's ``options``, errors
+    pointing where each came from."""
+    return mapping_data(instance, options.region, where(options, "region"), options.max_members,
+                        where(options, "max_members"))
 
 
 def _caps(max_members: dict, tasks: list, pointer: str) -> dict:
