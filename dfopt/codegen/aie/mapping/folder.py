@@ -118,12 +118,14 @@ Needs numpy and XRT's pyxrt; pack() and unpack() need only numpy.
 """
 import argparse
 import json
+import logging
 import os
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+log = logging.getLogger("host")
 
 
 def _to_bits(x):
@@ -220,13 +222,14 @@ def main():
         err = error(got, data["out_" + b["name"]], b["dtype"], scale)
         limit = {ulps} if b["dtype"] == "bf16" else {rtol}
         unit = "bf16 ulps" if b["dtype"] == "bf16" else "relative"
-        print(f"output {{b['name']}}: {{err:.3g}} {{unit}} (allowed {{limit}})")
+        log.info(f"output {{b['name']}}: {{err:.3g}} {{unit}} (allowed {{limit}})")
         worst = max(worst, err > limit)
-    print("FAIL" if worst else "PASS")
+    log.info("FAIL" if worst else "PASS")
     return 1 if worst else 0
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     sys.exit(main())
 '''
 
