@@ -476,6 +476,31 @@ def test_no_openmp_team_under_two_sequential_loops():
     assert wave.count("#pragma omp parallel for") == 1
 
 
+def test_openmp_team_under_a_sequential_loop_needs_work_per_fork():
+    """durbin's shape: ``for k { parallel for i < k }`` runs at most N instances per fork, too
+    few for a team at the largest listed size; a 2-D body under the same loop is forked; without
+    sizes there is no estimate and the loop is forked as before."""
+    from dfopt.codegen.poly import kernel_c
+    from dfopt.codegen.poly.forks import FORK_MIN_WORK
+
+    def prog(sizes, inner: bool):
+        dom = "[N] -> { S0[k, i, j] : 0 <= k < N and 0 <= i < k and 0 <= j < N }" if inner else \
+              "[N] -> { S0[k, i] : 0 <= k < N and 0 <= i < k }"
+        return Program(params=("N",), context="[N] -> { : N >= 1 }", arrays={"A": {"dtype": "f64", "shape": ["N"]}},
+                       sizes=sizes, statements=(Statement("S0", dom, body="A[i] += 1;"),))
+
+    sizes = {"mini": {"N": 30}, "large": {"N": 2000}}
+    assert 2000 < FORK_MIN_WORK < 2000 * 2000
+    flat = kernel_c(prog(sizes, False), "[N] -> { S0[k, i] -> [k, i] }", parallel=[False, True])
+    assert "omp parallel" not in flat and "not forked: about 1999 statement instances per fork at N = 2000" in flat
+    deep = kernel_c(prog(sizes, True), "[N] -> { S0[k, i, j] -> [k, i, j] }", parallel=[False, True, True])
+    assert deep.count("#pragma omp parallel for") == 1
+    unsized = kernel_c(prog({}, False), "[N] -> { S0[k, i] -> [k, i] }", parallel=[False, True])
+    assert unsized.count("#pragma omp parallel for") == 1
+    outer = kernel_c(prog(sizes, False), "[N] -> { S0[k, i] -> [i, k] }", parallel=[True, False])
+    assert outer.count("#pragma omp parallel for") == 1          # no loop around: one fork, always taken
+
+
 def test_ties_in_both_directions_get_an_ordering_row():
     """Found by hypothesis: for i { for j: B[i][j] = A[i][j]; for j: B[j][i] = A[i][j] }. After
     full-rank rows the two statements' writes of B[i][j] and B[j][i] tie in both directions (S0

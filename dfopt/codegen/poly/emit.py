@@ -46,7 +46,10 @@ gets ``#pragma omp parallel for`` when no enclosing loop has one already (the ou
 loop of each nest; never nested parallel regions) and at most one sequential loop encloses it
 (:data:`MAX_LOOPS_AROUND_PARALLEL`: a wavefront's ``for t { parallel for }`` forks once per
 wavefront; a parallel loop deep inside sequential ones would fork a team per inner iteration,
-which costs more than it gains, so it stays sequential with a comment), and ``#pragma omp simd`` when its dimension
+which costs more than it gains, so it stays sequential with a comment); under one sequential loop
+it is forked only when one execution of it runs enough statement instances at the program's
+largest listed size (:mod:`dfopt.codegen.poly.forks`: durbin's ``for k { parallel for i < k }``
+stays sequential, a wavefront of tiles is forked); and ``#pragma omp simd`` when its dimension
 is also in ``vector`` (both: ``#pragma omp parallel for simd``). A loop whose condition is not in
 OpenMP's canonical form (``c <= e`` / ``c < e``) stays sequential (with a comment). Flags of
 dimensions that produce no loop have no effect.
@@ -88,6 +91,7 @@ from collections.abc import Mapping, Sequence
 
 import islpy as isl
 
+from dfopt.codegen.poly.forks import ForkModel
 from dfopt.errors import CodegenError
 from dfopt.ir.program import Program
 from dfopt.polyhedral.analysis import MapLike, maps, parallel_flags
@@ -317,10 +321,11 @@ MAX_LOOPS_AROUND_PARALLEL = 1   # sequential loops allowed around a `parallel fo
 
 
 class _Printer:
-    def __init__(self, dim_of: dict, parallel, vector):
+    def __init__(self, dim_of: dict, parallel, vector, forks: ForkModel | None = None):
         self.dim_of = dim_of
         self.parallel = parallel
         self.vector = set(vector)
+        self.forks = forks
         self.lines: list[str] = []
         self.loops_around = 0
 
@@ -374,6 +379,11 @@ class _Printer:
         if par and not in_parallel and not omp_for:
             self.emit(depth, f"/* dimension {dim} is parallel; not forked this deep ({self.loops_around} loops "
                              f"around) */")
+        if omp_for and self.loops_around and self.forks is not None:
+            omp_for, work = self.forks.worth_forking(nd, self.dim_of)
+            if not omp_for:
+                self.emit(depth, f"/* dimension {dim} is parallel; not forked: about {work} statement instances "
+                                 f"per fork at {_size_text(self.forks.sizes)} */")
         if (omp_for or simd) and not _canonical(nd, it):
             self.emit(depth, f"/* dimension {dim} is parallel, but the loop test is not in OpenMP form */")
             omp_for = simd = False
@@ -390,6 +400,10 @@ class _Printer:
         self.node(nd.for_get_body(), depth + 1, in_parallel or omp_for)
         self.loops_around -= 1
         self.emit(depth, "}")
+
+
+def _size_text(sizes: dict | None) -> str:
+    return ", ".join(f"{p} = {v}" for p, v in (sizes or {}).items())
 
 
 def kernel_c(program: Program, schedule: str | isl.UnionMap, *, parallel: Sequence[bool] | None = None,
@@ -411,7 +425,8 @@ def kernel_c(program: Program, schedule: str | isl.UnionMap, *, parallel: Sequen
     if bad:
         raise CodegenError(f"vector dimensions {bad} are not schedule dimensions 0..{n - 1}")
     node, names = _build(program, sched, n)
-    printer = _Printer({nm: d for d, nm in enumerate(names)}, parallel, vector)
+    forks = ForkModel(program, sched, n) if parallel is not None and any(parallel) else None
+    printer = _Printer({nm: d for d, nm in enumerate(names)}, parallel, vector, forks)
     printer.node(node, 1, False)
     defs, undefs = statement_macros(program)
     return (ISL_MACROS + "\n" + defs + "\n" + f"static void {name}(void)\n{{\n"
