@@ -382,8 +382,9 @@ class _Printer:
         if omp_for and self.loops_around and self.forks is not None:
             omp_for, work = self.forks.worth_forking(nd, self.dim_of)
             if not omp_for:
+                at = ", ".join(f"{p} = {v}" for p, v in self.forks.sizes.items())
                 self.emit(depth, f"/* dimension {dim} is parallel; not forked: about {work} statement instances "
-                                 f"per fork at {_size_text(self.forks.sizes)} */")
+                                 f"per fork at {at} */")
         if (omp_for or simd) and not _canonical(nd, it):
             self.emit(depth, f"/* dimension {dim} is parallel, but the loop test is not in OpenMP form */")
             omp_for = simd = False
@@ -400,10 +401,6 @@ class _Printer:
         self.node(nd.for_get_body(), depth + 1, in_parallel or omp_for)
         self.loops_around -= 1
         self.emit(depth, "}")
-
-
-def _size_text(sizes: dict | None) -> str:
-    return ", ".join(f"{p} = {v}" for p, v in (sizes or {}).items())
 
 
 def kernel_c(program: Program, schedule: str | isl.UnionMap, *, parallel: Sequence[bool] | None = None,
@@ -425,7 +422,8 @@ def kernel_c(program: Program, schedule: str | isl.UnionMap, *, parallel: Sequen
     if bad:
         raise CodegenError(f"vector dimensions {bad} are not schedule dimensions 0..{n - 1}")
     node, names = _build(program, sched, n)
-    forks = ForkModel(program, sched, n) if parallel is not None and any(parallel) else None
+    sizes = _largest_sizes(program) if parallel is not None and any(parallel) else None
+    forks = ForkModel(sched, n, sizes, _fixed_context(program, sizes)) if sizes is not None else None
     printer = _Printer({nm: d for d, nm in enumerate(names)}, parallel, vector, forks)
     printer.node(node, 1, False)
     defs, undefs = statement_macros(program)
@@ -466,16 +464,35 @@ def _sizes(program: Program, sizes) -> dict:
     if missing or unknown:
         raise CodegenError(f"sizes must give a value to exactly the parameters {list(program.params)}; "
                            f"missing {missing}, unknown {unknown}")
-    ctx = _context(program)
     for p, v in sizes.items():
         if not isinstance(v, int) or isinstance(v, bool):
             raise CodegenError(f"size {p}={v!r} is not an integer")
+    if _fixed_context(program, sizes).is_empty():
+        raise CodegenError(f"sizes {sizes} do not satisfy the program context {program.context}")
+    return sizes
+
+
+def _fixed_context(program: Program, sizes: Mapping[str, int]) -> isl.Set:
+    """The program's context with every parameter fixed at its value in ``sizes``."""
+    ctx = _context(program)
+    for p, v in sizes.items():
         pos = ctx.find_dim_by_name(isl.dim_type.param, p)
         if pos >= 0:
             ctx = ctx.fix_val(isl.dim_type.param, pos, isl.Val.int_from_si(ctx.get_ctx(), v))
-    if ctx.is_empty():
-        raise CodegenError(f"sizes {sizes} do not satisfy the program context {program.context}")
-    return sizes
+    return ctx
+
+
+def _largest_sizes(program: Program) -> dict | None:
+    """The valid dataset of ``program.sizes`` with the largest sum of values (None without one)."""
+    best: dict | None = None
+    for name in program.sizes or {}:
+        try:
+            values = _sizes(program, name)
+        except CodegenError:
+            continue
+        if best is None or sum(values.values()) > sum(best.values()):
+            best = values
+    return best
 
 
 def _shape(program: Program, name: str, spec: dict) -> list:

@@ -11,7 +11,7 @@ The estimate: the statement instances of one execution of the loop, bounded by a
 of schedule dimension ``d`` runs at most ``trips(d) = 1 + max (x_d - x'_d)`` iterations, the
 maximum over the time vectors ``x, x'`` that agree on the dimensions before ``d`` (the largest
 of isl's ``deltas`` of dimension ``d`` given the outer dimensions), with the program's parameters fixed at
-its largest listed size (``program.sizes``, the one with the largest sum of values); a loop's work
+its largest listed size (the valid dataset of ``program.sizes`` with the largest sum of values); a loop's work
 is its trips times the work of its body, a block's the sum of its children's, an ``if``'s the sum
 of its branches', a statement call's 1. The loop is forked when that work is at least
 :data:`FORK_MIN_WORK`. A program without sizes has no estimate and every such loop is forked
@@ -21,8 +21,9 @@ of its branches', a statement call's 1. The loop is forked when that work is at 
 >>> p = Program(params=("N",), context="[N] -> { : N >= 1 }", arrays={"A": {"dtype": "f64", "shape": ["N"]}},
 ...     sizes={"small": {"N": 100}, "large": {"N": 2000}},
 ...     statements=(Statement("S0", "[N] -> { S0[t, i] : 0 <= t, i < N }", body="A[i] += 1;"),))
->>> from dfopt.codegen.poly.emit import _schedule
->>> m = ForkModel(p, _schedule(p, "[N] -> { S0[t, i] -> [t, i] }")[0], 2)
+>>> from dfopt.codegen.poly.emit import _fixed_context, _largest_sizes, _schedule
+>>> sizes = _largest_sizes(p)
+>>> m = ForkModel(_schedule(p, "[N] -> { S0[t, i] -> [t, i] }")[0], 2, sizes, _fixed_context(p, sizes))
 >>> m.sizes, m.trips(0), m.trips(1)
 ({'N': 2000}, 2000, 2000)
 """
@@ -31,48 +32,28 @@ from __future__ import annotations
 
 import islpy as isl
 
-from dfopt.ir.program import Program
-from dfopt.polyhedral.analysis import maps
-
 #: statement instances one execution of a parallel loop under a sequential loop must run to be
 #: forked: a fork/join of a small team costs microseconds, a statement instance nanoseconds
 FORK_MIN_WORK = 1 << 15
 
 
-def largest_sizes(program: Program) -> dict | None:
-    """The program's listed size with the largest sum of parameter values (None without sizes)."""
-    best: dict | None = None
-    for values in (program.sizes or {}).values():
-        if not isinstance(values, dict):
-            continue
-        chosen = {p: int(values[p]) for p in program.params if isinstance(values.get(p), int)}
-        if len(chosen) == len(program.params) and (best is None or sum(chosen.values()) > sum(best.values())):
-            best = chosen
-    return best
-
-
 class ForkModel:
-    """Trip counts of the loops of one schedule at the program's largest size, computed on
-    demand (module docstring)."""
+    """Trip counts of the loops of one schedule (``n`` time dimensions) at ``sizes``, the
+    program's largest dataset, under ``context``, the program's context with the parameters fixed
+    at ``sizes``; computed on demand (module docstring)."""
 
-    def __init__(self, program: Program, sched: isl.UnionMap, n: int):
-        self.sizes = largest_sizes(program)
-        self._program, self._sched, self._n = program, sched, n
+    def __init__(self, sched: isl.UnionMap, n: int, sizes: dict, context: isl.Set):
+        self.sizes = sizes
+        self._sched, self._n, self._context = sched, n, context
         self._trips: dict[int, int | None] = {}
-        self._range: isl.Set | None = None
+        self._vectors: isl.Set | None = None
 
-    def _time_vectors(self) -> isl.Set | None:
-        """The schedule's time vectors at :attr:`sizes` (None without sizes or instances)."""
-        if self._range is None and self.sizes is not None:
-            fixed = " and ".join(f"{p} = {v}" for p, v in self.sizes.items())
-            ctx = isl.Set(f"[{', '.join(self._program.params)}] -> {{ : {fixed} }}" if fixed else "{ : }")
-            ranges = [m.range() for m in maps(self._sched.intersect_params(ctx))]
-            if ranges:
-                out = ranges[0]
-                for r in ranges[1:]:
-                    out = out.union(r)
-                self._range = out.coalesce()
-        return self._range
+    def _time_vectors(self) -> isl.Set:
+        """The schedule's time vectors at :attr:`sizes` (one space: every statement maps to ``n``
+        anonymous dimensions)."""
+        if self._vectors is None:
+            self._vectors = self._sched.intersect_params(self._context).range().coalesce().as_set()
+        return self._vectors
 
     def trips(self, dim: int) -> int | None:
         """Most iterations of a loop of schedule dimension ``dim`` (None: no estimate)."""
@@ -81,12 +62,9 @@ class ForkModel:
         return self._trips[dim]
 
     def _count(self, d: int) -> int | None:
-        vectors = self._time_vectors()
-        if vectors is None or vectors.is_empty():
-            return None
-        s = vectors.project_out(isl.dim_type.set, d + 1, self._n - d - 1)
-        m = isl.Map.from_range(s).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, d)
         try:
+            s = self._time_vectors().project_out(isl.dim_type.set, d + 1, self._n - d - 1)
+            m = isl.Map.from_range(s).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, d)
             width = m.reverse().apply_range(m).deltas().dim_max_val(0)
         except isl.Error:
             return None
