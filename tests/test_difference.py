@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dfopt.errors import InfeasibleError, InstanceError
+from dfopt.errors import InfeasibleError, InstanceError, SolverError
 from dfopt.ir.analyses import longest_path_potentials
 from dfopt.lp import METHODS, solve_difference_lp
+from dfopt.lp.difference import DifferenceTimeLimit
 from dfopt.lp.potentials import tight_potentials
 
 
@@ -119,8 +120,22 @@ def test_bad_input(args, match):
 
 
 def test_unknown_method_lists_the_methods():
-    with pytest.raises(InstanceError, match="expected one of: cvxpy, flow, highs"):
+    with pytest.raises(InstanceError, match="expected one of: cvxpy, flow, flow-simplex, highs"):
         solve_difference_lp(2, [0], [1], [1], [1], method="simplex")
+
+
+def test_a_time_limit_the_simplex_flow_reaches_is_its_own_error():
+    """A limit of zero stops HiGHS before the optimum: DifferenceTimeLimit (a SolverError), for
+    both the flow LP and the primal."""
+    rng = np.random.default_rng(3)
+    n = 400
+    src = rng.integers(0, n - 1, size=3000)
+    dst = np.minimum(src + rng.integers(1, 20, size=3000), n - 1)
+    lower, cost = rng.integers(0, 50, size=3000), rng.integers(0, 5, size=3000)
+    for method in ("flow-simplex", "highs"):
+        with pytest.raises(DifferenceTimeLimit, match="time limit"):
+            solve_difference_lp(n, src, dst, lower, cost, method=method, time_limit=0.0)
+    assert issubclass(DifferenceTimeLimit, SolverError)
 
 
 def test_longest_path_and_tight_potentials_helpers():
@@ -163,6 +178,8 @@ def test_methods_agree_on_random_dags(dag):
     flow = results["flow"].s
     for other in ("highs", "cvxpy"):  # flow returns the least optimal potentials
         assert (flow <= results[other].s + 1e-6).all()
+    # ... which are unique, whichever solver finds the optimal flow
+    assert results["flow-simplex"].s.tolist() == flow.tolist()
 
 
 @st.composite
@@ -259,6 +276,7 @@ def test_methods_agree_with_hinges(case):
     results = solve_all_hinged(*case)
     for other in ("highs", "cvxpy"):  # flow returns the least optimal potentials
         assert (results["flow"].s <= results[other].s + 1e-6).all()
+    assert results["flow-simplex"].s.tolist() == results["flow"].s.tolist()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,7 +7,7 @@ difference-constraint LPs (FIFO sizing). Importing this package imports no solve
 """
 
 from dfopt.lp.cvx import SOLVERS, available_lp_solvers, map_cvxpy_status, solve_problem
-from dfopt.lp.difference import METHODS, DifferenceResult, solve_difference_lp
+from dfopt.lp.difference import METHODS, DifferenceResult, DifferenceTimeLimit, solve_difference_lp
 
 __all__ = ["solve_problem", "available_lp_solvers", "map_cvxpy_status", "SOLVERS",
-           "solve_difference_lp", "DifferenceResult", "METHODS"]
+           "solve_difference_lp", "DifferenceResult", "DifferenceTimeLimit", "METHODS"]

@@ -31,6 +31,12 @@ Methods (:data:`METHODS`):
     :func:`dfopt.lp.potentials.hinge_potentials`). No time limit: the flow
     solver has none. Fastest by far on shallow DAGs; on deep pipeline-like DAGs ``highs`` can
     be faster (``benchmarks/difference_speed.py``).
+``flow-simplex``
+    The same flow (same integer data, same potentials from complementary slackness) as an LP of
+    one row per node, solved by HiGHS's dual simplex (one thread, ``time_limit``); its basic
+    solution is an integral flow, which is rounded and checked for conservation. On the deep DAGs
+    of FIFO sizing it does not slow down with depth as cost scaling does: the same 100k-kernel
+    witness LP in 50 s instead of 258 s, a tie at 10k kernels (``docs/fifo.md``).
 ``highs``
     The primal LP as a sparse matrix straight to highspy (dual simplex); a hinge is a column
     ``y >= 0, y >= difference - break`` of cost ``hinge_cost``.
@@ -71,9 +77,13 @@ from dfopt.errors import InfeasibleError, InstanceError, SolverError, unknown_na
 from dfopt.ir.analyses import PositiveCycleError, longest_path_potentials
 from dfopt.lp.potentials import hinge_potentials, tight_potentials
 
-__all__ = ["solve_difference_lp", "DifferenceResult", "METHODS", "incidence_matrix"]
+__all__ = ["solve_difference_lp", "DifferenceResult", "DifferenceTimeLimit", "METHODS", "incidence_matrix"]
 
-METHODS = ("flow", "highs", "cvxpy")
+METHODS = ("flow", "flow-simplex", "highs", "cvxpy")
+
+
+class DifferenceTimeLimit(SolverError):
+    """A method with a time limit (``flow-simplex``, ``highs``) reached it before the optimum."""
 
 
 @dataclass(frozen=True)
@@ -131,9 +141,10 @@ def solve_difference_lp(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: n
     """Solve the difference-constraint LP (module docstring) with ``method``.
 
     ``hinges`` are ``(src, dst, break, cost)`` arrays (``cost >= 0``); ``arc_names`` name the
-    arcs in errors; ``time_limit`` bounds the ``highs`` and ``cvxpy`` methods; ``lp_solver`` and
-    ``seed`` are the cvxpy solver of the ``cvxpy`` method and its seed; ``shortcuts=False`` leaves
-    out the flow method's shortcut arcs (a graph whose arcs from one origin to every node already
+    arcs in errors; ``time_limit`` bounds the ``flow-simplex``, ``highs`` and ``cvxpy`` methods
+    (:class:`DifferenceTimeLimit` when the first two reach it); ``lp_solver`` and ``seed`` are the
+    cvxpy solver of the ``cvxpy`` method and its seed; ``shortcuts=False`` leaves out the flow
+    methods' shortcut arcs (a graph whose arcs from one origin to every node already
     give short paths solves faster without them).
 
     >>> solve_difference_lp(2, [0], [1], [3.5], [2.0], method="highs").objective
@@ -147,8 +158,8 @@ def solve_difference_lp(n: int, src: npt.ArrayLike, dst: npt.ArrayLike, lower: n
     _check_feasible(arcs)
     if not len(arcs.src) and not len(hin.src):
         s, stats = np.zeros(arcs.n), {"trivial": True}  # no arcs: s = 0 is optimal
-    elif method == "flow":
-        s, stats = _solve_flow(arcs, hin, shortcuts)
+    elif method in ("flow", "flow-simplex"):
+        s, stats = _solve_flow(arcs, hin, shortcuts, method == "flow-simplex", time_limit)
     elif method == "highs":
         s, stats = _solve_highs(arcs, hin, time_limit)
     else:
@@ -264,9 +275,8 @@ def _integer_scale(values: np.ndarray, label: str) -> tuple[np.ndarray, int]:
     return scaled.astype(np.int64), k
 
 
-def _solve_flow(arcs: _Arcs, hin: _Hinges, shortcuts: bool = True) -> tuple[np.ndarray, dict]:
-    from ortools.graph.python import min_cost_flow
-
+def _solve_flow(arcs: _Arcs, hin: _Hinges, shortcuts: bool = True, simplex: bool = False,
+                time_limit: float = 60.0) -> tuple[np.ndarray, dict]:
     m, H = len(arcs.src), len(hin.src)
     low_all, low_k = _integer_scale(np.r_[arcs.lower, hin.brk], "lower")
     cost_all, cost_k = _integer_scale(np.r_[arcs.cost, hin.cost], "cost")
@@ -279,20 +289,16 @@ def _solve_flow(arcs: _Arcs, hin: _Hinges, shortcuts: bool = True) -> tuple[np.n
     label = _flow_labels(arcs, asap)
     supply = (np.bincount(label[arcs.src], weights=cost_i, minlength=n)
               - np.bincount(label[arcs.dst], weights=cost_i, minlength=n)).astype(np.int64)
-    capacity = int(supply[supply > 0].sum()) + int(cap_i.sum())
-    mcf = min_cost_flow.SimpleMinCostFlow()
-    ids = mcf.add_arcs_with_capacity_and_unit_cost(
-        label[tails].astype(np.int32), label[heads].astype(np.int32),
-        np.full(len(tails), capacity, dtype=np.int64), -lows)
-    hids = mcf.add_arcs_with_capacity_and_unit_cost(
-        label[hin.dst].astype(np.int32), label[hin.src].astype(np.int32), cap_i, brk_i)
-    mcf.set_nodes_supplies(np.arange(n, dtype=np.int32), supply)
+    # the flow's arcs: the constraints (uncapacitated, gain lower), then the hinges
+    f_tail = np.r_[label[tails], label[hin.dst]]
+    f_head = np.r_[label[heads], label[hin.src]]
+    f_cost = np.r_[-lows, brk_i]
     t1 = time.perf_counter()
-    status = mcf.solve()
-    if status != mcf.OPTIMAL:
-        raise SolverError(f"min-cost flow returned {status}; try method='highs'")
-    flow = mcf.flows(ids)
-    hflow = mcf.flows(hids) if H else np.zeros(0, dtype=np.int64)
+    if simplex:
+        f = _highs_flow(n, f_tail, f_head, f_cost, cap_i, supply, cost_k, time_limit)
+    else:
+        f = _ortools_flow(n, f_tail, f_head, f_cost, cap_i, supply)
+    flow, hflow = f[:len(tails)], f[len(tails):]
     t2 = time.perf_counter()
     if H:
         s_int, rounds = hinge_potentials(n, tails, heads, lows.astype(np.float64), flow > 0, hin.src, hin.dst,
@@ -305,6 +311,66 @@ def _solve_flow(arcs: _Arcs, hin: _Hinges, shortcuts: bool = True) -> tuple[np.n
              "dual_objective": (float(lows @ flow) - float(brk_i @ hflow)) / (low_k * cost_k) + hin.constant,
              "scale_lower": low_k, "scale_cost": cost_k}
     return s_int / low_k, stats
+
+
+def _ortools_flow(n, tail, head, cost, cap, supply) -> np.ndarray:
+    """The min-cost flow by OR-Tools' cost scaling; the first ``len(tail) - len(cap)`` arcs are
+    uncapacitated (no time limit: the solver has none)."""
+    from ortools.graph.python import min_cost_flow
+
+    free = len(tail) - len(cap)
+    capacity = int(supply[supply > 0].sum()) + int(cap.sum())   # more than any arc can carry
+    mcf = min_cost_flow.SimpleMinCostFlow()
+    ids = mcf.add_arcs_with_capacity_and_unit_cost(
+        tail.astype(np.int32), head.astype(np.int32), np.r_[np.full(free, capacity, dtype=np.int64), cap],
+        cost.astype(np.int64))
+    mcf.set_nodes_supplies(np.arange(n, dtype=np.int32), supply)
+    status = mcf.solve()
+    if status != mcf.OPTIMAL:
+        raise SolverError(f"min-cost flow returned {status}; try method='highs'")
+    return np.asarray(mcf.flows(ids), dtype=np.int64)
+
+
+def _highs_flow(n, tail, head, cost, cap, supply, unit: int, time_limit: float) -> np.ndarray:
+    """The same min-cost flow as an LP (one row per node: out - in = supply) by HiGHS's dual
+    simplex. Capacities and supplies go in divided by ``unit`` (the cost scale: HiGHS is 3x
+    slower on the 10k-kernel FIFO LP scaled up by 1024); its basic solution is integral in
+    ``1 / unit`` (a network matrix), rounded back to the integers and checked for conservation."""
+    import highspy
+
+    from dfopt.ilp.highs import new_highs
+
+    m, free = len(tail), len(tail) - len(cap)
+    cols = np.arange(m)
+    A = sp.csc_matrix((np.r_[np.ones(m), -np.ones(m)], (np.r_[tail, head], np.r_[cols, cols])), shape=(n, m))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = m, n
+    lp.col_cost_ = cost.astype(np.float64)
+    lp.col_lower_ = np.zeros(m)
+    lp.col_upper_ = np.r_[np.full(free, np.inf), cap / unit]
+    lp.row_lower_ = lp.row_upper_ = supply / unit
+    mat = lp.a_matrix_
+    mat.format_ = highspy.MatrixFormat.kColwise
+    mat.num_col_, mat.num_row_ = m, n
+    mat.start_, mat.index_, mat.value_ = A.indptr, A.indices, A.data
+    h = new_highs()
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("solver", "simplex")
+    h.setOptionValue("simplex_strategy", 1)      # dual simplex
+    h.setOptionValue("threads", 1)
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus().name
+    if status == "kTimeLimit":
+        raise DifferenceTimeLimit(f"HiGHS stopped at the time limit ({time_limit:g} s) on the flow LP")
+    if status != "kOptimal":
+        raise SolverError(f"HiGHS returned {status} on the flow LP; try method='flow'")
+    x = np.asarray(h.getSolution().col_value, dtype=np.float64) * unit
+    flow = np.rint(x).astype(np.int64)
+    net = np.bincount(tail, weights=flow, minlength=n) - np.bincount(head, weights=flow, minlength=n)
+    if np.abs(x - flow).max(initial=0.0) > 1e-4 or not np.array_equal(net, supply.astype(np.float64)):
+        raise SolverError("HiGHS's flow is not an integral vertex; try method='flow'")
+    return flow
 
 
 def _flow_labels(arcs: _Arcs, asap: np.ndarray) -> np.ndarray:
@@ -409,6 +475,8 @@ def _solve_highs(arcs: _Arcs, hin: _Hinges, time_limit: float) -> tuple[np.ndarr
     h.passModel(lp)
     h.run()
     status = h.getModelStatus().name
+    if status == "kTimeLimit":
+        raise DifferenceTimeLimit(f"HiGHS stopped at the time limit ({time_limit:g} s) on the difference LP")
     if status not in ("kOptimal", "kModelEmpty"):
         raise SolverError(f"HiGHS returned {status} on the difference LP (time limit {time_limit} s)")
     s = np.asarray(h.getSolution().col_value, dtype=np.float64)[:n]

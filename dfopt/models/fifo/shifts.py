@@ -231,17 +231,21 @@ class ShiftLP:
 
 
 def solve_shifts(prog: EventProgram, beta: np.ndarray, makespan: int, weights: np.ndarray,
-                 right_end: bool = True, sampled: tuple[np.ndarray, np.ndarray] | None = None) -> ShiftLP:
+                 right_end: bool = True, sampled: tuple[np.ndarray, np.ndarray] | None = None,
+                 time_limit: float = 3600.0) -> ShiftLP:
     """The relaxed shift LP of ``beta`` under ``weights`` (objective per slot of each stream):
     with ``right_end`` the bound's model, else the answer's (:func:`corners`); ``sampled`` are
-    :func:`sampled_thresholds` when already computed."""
+    :func:`sampled_thresholds` when already computed. The LP's min-cost-flow dual goes to HiGHS's
+    dual simplex (``flow-simplex``), which raises
+    :class:`~dfopt.lp.difference.DifferenceTimeLimit` past ``time_limit`` seconds."""
     from dfopt.lp.difference import solve_difference_lp
 
     win = windows(prog, beta, makespan)
     sampled = sampled_thresholds(prog, beta) if sampled is None else sampled
     xs, ys, ptr = lower_hull(*corners(prog, win, sampled, right_end))
     n, src, dst, low, cost, hinges, const = _arcs(prog, win, xs, ys, ptr, np.asarray(weights, dtype=float))
-    res = solve_difference_lp(n, src, dst, low, cost, method="flow", hinges=hinges, shortcuts=False)
+    res = solve_difference_lp(n, src, dst, low, cost, method="flow-simplex", hinges=hinges,
+                              shortcuts=False, time_limit=time_limit)
     s = np.rint(res.s).astype(np.int64)
     K = prog.n_kernels
     shift = s[:K] - s[K]

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dfopt import progress
+from dfopt.lp.difference import DifferenceTimeLimit
 from dfopt.models.base import Outcome
 from dfopt.models.fifo import shifts
 from dfopt.models.fifo.data import Candidate, FifoData
@@ -71,7 +72,12 @@ def _solve(data: FifoData, options: Options, ph: progress.Phase) -> tuple[Candid
     sampled = shifts.sampled_thresholds(prog, beta)
     info["curves_time_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    answer = shifts.solve_shifts(prog, beta, fam.makespan, weights, right_end=False, sampled=sampled)
+    try:
+        answer = shifts.solve_shifts(prog, beta, fam.makespan, weights, right_end=False, sampled=sampled,
+                                     time_limit=_left(data))
+    except DifferenceTimeLimit:
+        info["stopped_by"] = "time limit during the answer LP"
+        return base, info, True
     info.update(answer_lp_time_s=time.perf_counter() - t, lp_nodes=answer.stats["lp_nodes"],
                 lp_arcs=answer.stats["lp_arcs"], lp_hinges=answer.stats["lp_hinges"])
     t = time.perf_counter()
@@ -81,12 +87,22 @@ def _solve(data: FifoData, options: Options, ph: progress.Phase) -> tuple[Candid
     if _late(data, info, "bound LP"):
         return best, info, True
     t = time.perf_counter()
-    bound = shifts.solve_shifts(prog, beta, fam.makespan, weights, right_end=True, sampled=sampled)
+    try:
+        bound = shifts.solve_shifts(prog, beta, fam.makespan, weights, right_end=True, sampled=sampled,
+                                    time_limit=_left(data))
+    except DifferenceTimeLimit:
+        info["stopped_by"] = "time limit during the bound LP"
+        return best, info, True
     value = shifts.ceil_bound(bound.bound)
     info.update(bound_lp_time_s=time.perf_counter() - t, bound=value,
                 headroom=round(best.value / value, 6) if value > 0 else None)
     ph.update(incumbent=float(best.value), bound=float(value), detail="done (bound: over the shifts of the base)")
     return best, info, False
+
+
+def _left(data: FifoData) -> float:
+    """Seconds until the deadline (at least a moment: the caller checked it had not passed)."""
+    return max(0.01, data.deadline - time.perf_counter())
 
 
 def _late(data: FifoData, info: dict, step: str) -> bool:
