@@ -138,6 +138,21 @@ def test_a_time_limit_the_simplex_flow_reaches_is_its_own_error():
     assert issubclass(DifferenceTimeLimit, SolverError)
 
 
+def test_the_simplex_flow_runs_whatever_thread_pool_an_earlier_highs_run_left():
+    """HiGHS keeps one thread pool per process; a run asking for another thread count fails before
+    it starts unless the pool is reset. The flow LP leaves the count alone, and the HiGHS
+    backend's ``workers`` resets the pool, so any order of the two works."""
+    from dfopt.ilp import LinearModel, solve
+
+    m = LinearModel()
+    x = m.num_var(0, 3, "x")
+    m.maximize(2 * x)
+    for workers in (2, None, 1, 1, 2):
+        assert solve(m, "highs", workers=workers).objective == 6.0
+        r = solve_difference_lp(3, [0, 1], [1, 2], [1.0, 1.0], [1.0, 1.0], method="flow-simplex")
+        assert r.objective == 2.0
+
+
 def test_longest_path_and_tight_potentials_helpers():
     assert longest_path_potentials(4, [0, 1, 0, 2], [1, 3, 2, 3], [1, 1, 4, 0]).tolist() == [0, 1, 4, 4]
     # tight 0->1 (5) and 2->1 (1): s2 = s1 - 1 = 4; free arc 0->3 puts s3 at 7

@@ -217,12 +217,31 @@ def _on_improving(incumbents: list, ph: progress.Phase | None):
     return callback
 
 
+_SCHEDULER_THREADS: int | None = None   # the thread count HiGHS's global scheduler was last reset to
+
+
+def set_threads(h: highspy.Highs, threads: int) -> None:
+    """Set HiGHS's ``threads`` option to ``threads``.
+
+    HiGHS keeps one thread pool per process, sized by the first run; a later run whose
+    ``threads`` differs from it fails before it starts (status ``kNotset``) unless the pool is
+    reset. The pool is reset here whenever ``threads`` differs from the size it was last given
+    (runs that leave ``threads`` at its default, 0, accept any pool). Solver runs in one
+    process are sequential (benchmarks run theirs in worker processes), so no run is in flight.
+    """
+    global _SCHEDULER_THREADS
+    if threads != _SCHEDULER_THREADS:
+        h.resetGlobalScheduler(True)
+        _SCHEDULER_THREADS = threads
+    h.setOptionValue("threads", threads)
+
+
 def _set_options(h, options: SolveOptions) -> None:
     h.setOptionValue("time_limit", float(options.time_limit))
     h.setOptionValue("random_seed", int(options.seed) % 2147483647)
     h.setOptionValue("mip_rel_gap", 0.0)
     if options.workers is not None:
-        h.setOptionValue("threads", int(options.workers))
+        set_threads(h, int(options.workers))
     for key, value in options.params.items():
         if str(h.setOptionValue(key, value)).endswith("kError"):
             from dfopt.errors import InstanceError

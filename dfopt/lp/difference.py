@@ -357,7 +357,6 @@ def _highs_flow(n, tail, head, cost, cap, supply, unit: int, time_limit: float) 
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("solver", "simplex")
     h.setOptionValue("simplex_strategy", 1)      # dual simplex
-    h.setOptionValue("threads", 1)
     h.passModel(lp)
     h.run()
     status = h.getModelStatus().name
