@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from tests.fifo_graphs import as_instance, small_dags
 
 from dfopt import progress
 from dfopt.api import check_solution, solve_instance
 from dfopt.ir import DataflowGraph, Kernel, Stream
+from dfopt.lp.difference import DifferenceTimeLimit
 from dfopt.models.fifo import Options
 from dfopt.models.fifo import shifts as sh
 from dfopt.models.fifo.data import FifoData
@@ -143,6 +145,30 @@ def test_the_time_limit_stops_it_with_a_safe_answer():
     assert out.termination is Termination.TIME_LIMIT and out.limit_reached
     assert out.report["witness_lp"]["stopped_by"] == "time limit before the answer LP"
     assert out.report["best"].safe and out.report["best"].proof.startswith("witness")
+
+
+@pytest.mark.parametrize("stop_at", ["answer", "bound"])
+def test_a_time_limit_inside_an_lp_keeps_the_best_so_far(monkeypatch, stop_at):
+    """When the LP solver reaches the deadline inside the answer LP the base witness stands;
+    inside the bound LP the shifted answer stands without a bound. Both say where they stopped."""
+    real = sh.solve_shifts
+
+    def stopping(*args, right_end, **kwargs):
+        if right_end == (stop_at == "bound"):
+            raise DifferenceTimeLimit("HiGHS stopped at the time limit")
+        return real(*args, right_end=right_end, **kwargs)
+
+    monkeypatch.setattr(sh, "solve_shifts", stopping)
+    data = _data(_shifted_case())
+    out = WitnessLP().solve(data, data.options)
+    record = out.report["witness_lp"]
+    assert out.termination is Termination.TIME_LIMIT and out.limit_reached
+    assert record["stopped_by"] == f"time limit during the {stop_at} LP" and "bound" not in record
+    assert out.report["best"].safe
+    if stop_at == "answer":
+        assert out.report["best"].shift is None and out.report["best"].value == 23
+    else:
+        assert out.report["best"].value == 22 and record["answer_lp_time_s"] >= 0
 
 
 def test_progress_reports_incumbent_and_bound():
