@@ -29,6 +29,7 @@ import dataclasses
 import logging
 import os
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _BANNER_DONE = False
+_BANNER_LOCK = threading.Lock()
 
 
 def new_highs(log: bool = False) -> highspy.Highs:
@@ -59,9 +61,13 @@ def new_highs(log: bool = False) -> highspy.Highs:
     if _BANNER_DONE:
         h = highspy.Highs()
     else:
-        with _quiet_fd1():
-            h = highspy.Highs()
-        _BANNER_DONE = True
+        with _BANNER_LOCK:          # two threads building their first ones at once
+            if _BANNER_DONE:
+                h = highspy.Highs()
+            else:
+                with _quiet_fd1():
+                    h = highspy.Highs()
+                _BANNER_DONE = True
     h.setOptionValue("output_flag", bool(log))
     h.setOptionValue("log_to_console", False)
     if log:
