@@ -24,7 +24,7 @@ from dfopt.instance.types import Instance
 from dfopt.ir.program import Program, Statement
 from dfopt.models.schedule.scheduler import null_space
 from dfopt.polyhedral import analysis, farkas
-from tamper import tampered
+from tamper import failed, tampered
 
 schedule_checks = importlib.import_module("dfopt.models.schedule.checks")  # the package re-exports checks()
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,6 +176,23 @@ def test_pluto_gemm_intra_band_reorder():
     assert rows_of(plain, "S1")[:3] == ["i", "j", "k"]
 
 
+def test_tiled_atax_runs_the_stride_one_loop_innermost_in_each_tile():
+    """Pluto's intra-tile reordering per statement: atax's ``y[j] += A[i][j] tmp[i]`` keeps its
+    parallel tile loop over ``j`` outermost and runs ``j`` (stride 1 in A and y) innermost in the
+    tile; ``tmp = A x`` keeps its order (``j`` innermost already). With ``reorder: none`` the
+    point loops follow the band."""
+    sol = solve_instance(inst("atax"), tiling=32)
+    sec = section(sol)
+    assert sol.ok and sec["point_order"] == {"S3": [0, 2, 1, 3]}
+    assert rows_of(sol, "S3")[1:3] == ["j", "i"] and sec["tiled_parallel"][1]
+    tiled = isl.UnionMap(sec["tiled_map"])
+    s3 = next(m for m in analysis.maps(tiled) if m.get_tuple_name(isl.dim_type.in_) == "S3")
+    inner = s3.range().project_out(isl.dim_type.set, 0, 4)   # the innermost point loop's values
+    assert "S3(c3, c4)" in sec["code"] and not inner.is_singleton()
+    plain = section(solve_instance(inst("atax"), tiling=32, reorder="none"))
+    assert "point_order" not in plain and "S3(c4, c3)" in plain["code"]
+
+
 def test_trsm_npu_vectorize_directive():
     """The PolyTOPS NPU example: vectorize on k puts l outermost and parallel, k innermost."""
     sol = solve_instance(inst("trsm-npu"), directives=[{"statement": "S0", "loop": "k", "kind": "vectorize"}])
@@ -311,6 +328,23 @@ def test_checker_catches_wrong_claims():
     assert "dimension 2" in broken(parallel=flags)[0]
     assert "not permutable" in broken(bands=[{"dims": [0, 1, 2, 3], "permutable": True}])[0]
     assert "AST builder" in broken(code="int main(void) { return 1; }")[0]
+
+
+def test_checker_catches_a_wrong_point_order():
+    base = solve_instance(inst("atax"), tiling=32)
+    assert base.ok and section(base)["point_order"]
+
+    def broken(**change) -> str:
+        bad = failed(inst("atax"), tampered(base, lambda d: d["schedule"].update(change)), tiling=32)
+        assert list(bad) == ["schedule-tiled"], bad
+        return bad["schedule-tiled"][0]
+
+    assert failed(inst("atax"), base, tiling=32) == {}
+    assert "point loop order" in broken(point_order={"S3": [0, 1, 2, 3]})   # the map is still reordered
+    assert "tiled by 32" in broken(point_order=None) and "point loop" not in broken(point_order=None)
+    assert "unknown statement 'S9'" in broken(point_order={"S9": [0, 2, 1, 3]})
+    assert "permutation of 0..3" in broken(point_order={"S3": [0, 2, 2, 3]})
+    assert "out of band" in broken(point_order={"S3": [1, 0, 2, 3]})
 
 
 # -- brute-force legality on random programs --------------------------------------------------------------

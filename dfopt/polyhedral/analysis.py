@@ -28,7 +28,7 @@ common length ``n``. Dependences are moved to the time space, ``T = S^-1 . D . S
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -191,32 +191,65 @@ def _params(umap: isl.UnionMap) -> list[str]:
     return [name for name in names if name is not None]   # isl parameters are named
 
 
-def tile(sched: MapLike, band_list: list[Band], sizes: int | Sequence[int], wavefront: bool = False) -> isl.UnionMap:
+def tile(sched: MapLike, band_list: list[Band], sizes: int | Sequence[int], wavefront: bool = False,
+         point_order: Mapping[str, Sequence[int]] | None = None) -> isl.UnionMap:
     """Tile every permutable band with two or more members: each band's tile loops
     ``floor(x_d / size)`` are inserted before its point loops. ``sizes`` is one integer for all
     members or a list, member by member (reused cyclically when shorter). With ``wavefront`` the
     outermost tile loop of each band becomes the sum of its first two tile loops, so the second
-    tile loop carries no dependence of the band (pipelined parallelism)."""
+    tile loop carries no dependence of the band (pipelined parallelism).
+
+    ``point_order`` (statement name -> a permutation of the ``n`` dimensions that moves only
+    members of a tiled band among themselves) orders that statement's *point* loops: the point
+    loop in member ``k``'s place runs dimension ``order[k]``; the tile loops keep the band's
+    order. Within one tile every dependence of a permutable band has non-negative distances in
+    every member, so any order is legal for one statement; statements with a dependence inside
+    the band need orders that keep it (the caller checks legality).
+
+    >>> s = isl.UnionMap("[N] -> { S[i, j] -> [j, i] : 0 <= i, j < N }")
+    >>> print(tile(s, [Band((0, 1), True, (True, True))], 32, point_order={"S": [1, 0]}))
+    [N] -> { S[i, j] -> [o0, o1, i, j] : ...
+    """
     s = _schedule(sched)
     n = out_dims(s)
     tiled = {b.dims[0]: b for b in band_list if b.permutable and len(b.dims) >= 2}
-    exprs, d = [], 0
-    while d < n:
-        b = tiled.get(d)
-        if b is None:
-            exprs.append(f"x{d}")
-            d += 1
-            continue
-        tiles = []
-        for i, k in enumerate(b.dims):
-            sz = sizes if isinstance(sizes, int) else int(list(sizes)[i % len(sizes)])
-            tiles.append(f"floor(x{k} / {sz})" if sz > 1 else f"x{k}")
-        if wavefront and len(tiles) >= 2:
-            tiles[0] = f"{tiles[0]} + {tiles[1]}"
-        exprs += tiles + [f"x{k}" for k in b.dims]
-        d = b.dims[-1] + 1
-    t = _affine_out(n, exprs, _params(s))
-    return s.apply_range(isl.UnionMap.from_map(t.align_params(s.get_space()))).coalesce()
+
+    def exprs_of(order: Sequence[int]) -> list[str]:
+        exprs, d = [], 0
+        while d < n:
+            b = tiled.get(d)
+            if b is None:
+                exprs.append(f"x{d}")
+                d += 1
+                continue
+            tiles = []
+            for i, k in enumerate(b.dims):
+                sz = sizes if isinstance(sizes, int) else int(list(sizes)[i % len(sizes)])
+                tiles.append(f"floor(x{k} / {sz})" if sz > 1 else f"x{k}")
+            if wavefront and len(tiles) >= 2:
+                tiles[0] = f"{tiles[0]} + {tiles[1]}"
+            points = [int(order[k]) for k in b.dims]
+            if sorted(points) != list(b.dims):
+                raise ValueError(f"point order {list(order)} moves a dimension out of band {list(b.dims)}")
+            exprs += tiles + [f"x{k}" for k in points]
+            d = b.dims[-1] + 1
+        return exprs
+
+    def tiled_map(umap: isl.UnionMap, order: Sequence[int]) -> isl.UnionMap:
+        t = _affine_out(n, exprs_of(order), _params(s))
+        return umap.apply_range(isl.UnionMap.from_map(t.align_params(umap.get_space())))
+
+    identity = list(range(n))
+    orders = {name: list(o) for name, o in (point_order or {}).items() if list(o) != identity}
+    if not orders:
+        return tiled_map(s, identity).coalesce()
+    out = None
+    for m in maps(s):
+        name = m.get_tuple_name(isl.dim_type.in_)
+        part = tiled_map(isl.UnionMap.from_map(m), orders.get(name, identity))
+        out = part if out is None else out.union(part)
+    assert out is not None
+    return out.coalesce()
 
 
 def permute(sched: MapLike, order: list) -> isl.UnionMap:

@@ -11,7 +11,8 @@
   satisfy the dependences live at its start (permutable);
 * ``schedule-tiled`` — when a tiled map is reported, the same legality, injectivity and parallel
   flags for it; when the configuration of the instance and the options asks for tiling, the
-  tiled map is there and is the map with its permutable bands tiled by those sizes;
+  tiled map is there and is the map with its permutable bands tiled by those sizes, each
+  statement's point loops in the reported ``point_order`` (Pluto's intra-tile reordering);
 * ``schedule-code`` — the reported C is what isl's AST builder writes for the map and the
   verified flags;
 * ``schedule-objective`` — a schedule has no objective: the solution's objective and bound are null.
@@ -126,18 +127,34 @@ def _configuration(instance, options):
         raise _repointed(err, options) from None
 
 
-def _asked_tiling(config, deps, sched, tiled, what: str) -> list:
+def _asked_tiling(config, deps, sched, tiled, what: str, point_order=None) -> list:
     """A configuration with tile sizes and a permutable band of two or more loops asks for the map
-    tiled by them; the reported tiled map (None: absent) must be that one."""
+    tiled by them; the reported tiled map (None: absent) must be that one, its point loops in the
+    reported ``point_order`` (statement -> order of the dimensions within each band; legality is
+    checked on the tiled map itself)."""
     band_list = bands(deps, sched)
     if config.tiling is None or not any(b.permutable and len(b.dims) >= 2 for b in band_list):
         return []
     if tiled is None:
         return [f"{what}: the configuration tiles by {config.tiling}, but the solution has no tiled map"]
-    want = tile(sched, band_list, config.tiling, wavefront=config.wavefront).intersect_domain(sched.domain())
-    if not want.is_equal(tiled):
+    n = out_dims(sched)
+    names = {m.get_tuple_name(isl.dim_type.in_) for m in maps(sched)}
+    if point_order is not None:
+        if not isinstance(point_order, dict):
+            return [f"point_order: expected an object (statement -> dimension order), got {point_order!r}"]
+        for name, order in point_order.items():
+            if name not in names:
+                return [f"point_order: unknown statement {name!r}"]
+            if not isinstance(order, list) or sorted(o for o in order if isinstance(o, int)) != list(range(n)):
+                return [f"point_order/{name}: expected a permutation of 0..{n - 1}, got {order!r}"]
+    try:
+        want = tile(sched, band_list, config.tiling, wavefront=config.wavefront, point_order=point_order)
+    except ValueError as err:
+        return [f"point_order: {err}"]
+    if not want.intersect_domain(sched.domain()).is_equal(tiled):
         return [f"{what}: not the map with its permutable bands tiled by {config.tiling}"
-                + (" (wavefront)" if config.wavefront else "")]
+                + (" (wavefront)" if config.wavefront else "")
+                + (" and the reported point loop order" if point_order else "")]
     return []
 
 
@@ -195,7 +212,8 @@ def checks(instance: Instance, options: Options | None, solution: Solution) -> l
                 tb += _parallel(deps, tiled, sec.get("tiled_parallel"), "tiled_parallel")
         code_flags = sec.get("tiled_parallel")
     if not tb:
-        tb += _asked_tiling(_configuration(instance, options), deps, sched, tiled, "tiled_map")
+        tb += _asked_tiling(_configuration(instance, options), deps, sched, tiled, "tiled_map",
+                            sec.get("point_order"))
     if decision.tiled_map or tb:
         out.append(Check("schedule-tiled", not tb, tb))
     if "code" in sec and not tb and not par:

@@ -27,6 +27,7 @@ from dfopt.models.schedule.problem import SchedulingProblem
 from dfopt.models.schedule.scheduler import Outcome as RowOutcome
 from dfopt.models.schedule.scheduler import rows_to_map, schedule
 from dfopt.polyhedral.analysis import bands, dimension_coefficients, parallel_flags, permute, scalar_dims, tile
+from dfopt.polyhedral.dependences import is_legal
 from dfopt.results import Termination
 
 if TYPE_CHECKING:
@@ -94,6 +95,13 @@ def finish(data: ScheduleData, formulation: str, out: RowOutcome, text: str, t_s
     code_map, code_par, tiled_text = sched, par, None
     if tiled and config.tiling is not None:
         tmap = tile(sched, band_list, config.tiling, wavefront=config.wavefront)
+        if formulation == "polytops" and config.reorder == "contiguity" and not out.directives:
+            orders = point_loop_orders(problem, sched, band_list)
+            reordered = tile(sched, band_list, config.tiling, wavefront=config.wavefront, point_order=orders) \
+                if orders else None
+            if reordered is not None and is_legal(problem.deps, reordered):
+                tmap = reordered
+                sec["point_order"] = orders
         code_map, code_par = tmap, parallel_flags(problem.deps, tmap)
         tiled_text = str(tmap)
         sec["tiled_parallel"] = code_par
@@ -186,6 +194,36 @@ def intra_band_order(problem: SchedulingProblem, sched: isl.UnionMap, band_list:
         for pos, d in zip(b.dims, members):
             order[pos] = d
     return order
+
+
+def point_loop_orders(problem: SchedulingProblem, sched: isl.UnionMap, band_list: Sequence[Band]) -> dict:
+    """Per statement, the order of its point loops when its permutable bands are tiled (the
+    ``point_order`` of :func:`~dfopt.polyhedral.analysis.tile`): in each band, the member with
+    the most of *that statement's* stride-1 accesses moves innermost among the point loops when
+    it has more than the innermost one (Pluto's intra-tile reordering, per statement). The tile
+    loops keep the band's order, so the outermost parallel tile loop stays where it is: atax's
+    ``y = A^T tmp`` keeps its parallel tile loop over ``j`` and runs ``j`` innermost in a tile
+    (stride-1 in ``A[i][j]``). A statement constant in a member of the band (its loop nest is
+    shallower there) keeps its order; statements whose order stays are left out."""
+    coeffs = dimension_coefficients(sched)
+    out = {}
+    for st in problem.stmts:
+        rows = coeffs.get(st.name)
+        if not rows:
+            continue
+        order = list(range(len(rows)))
+        for b in band_list:
+            if not b.permutable or len(b.dims) < 2 or any(rows[d] is None or not any(rows[d]) for d in b.dims):
+                continue
+            score = {d: sum(abs(c) * w for c, w in zip(rows[d], st.contiguity)) for d in b.dims}
+            best, last = max(b.dims, key=lambda d: (score[d], d)), b.dims[-1]
+            if best == last or score[best] <= score[last]:
+                continue
+            for pos, d in zip(b.dims, [d for d in b.dims if d != best] + [best]):
+                order[pos] = d
+        if order != list(range(len(rows))):
+            out[st.name] = order
+    return out
 
 
 def formulations() -> tuple:
