@@ -26,7 +26,17 @@ from dfopt.models.schedule.decision import Schedule
 from dfopt.models.schedule.problem import SchedulingProblem
 from dfopt.models.schedule.scheduler import Outcome as RowOutcome
 from dfopt.models.schedule.scheduler import rows_to_map, schedule
-from dfopt.polyhedral.analysis import bands, dimension_coefficients, parallel_flags, permute, scalar_dims, tile
+from dfopt.polyhedral.analysis import (
+    bands,
+    dimension_coefficients,
+    maps,
+    parallel_flags,
+    permute,
+    scalar_dims,
+    tile,
+    time_dependences,
+    unordered,
+)
 from dfopt.polyhedral.dependences import is_legal
 from dfopt.results import Termination
 
@@ -198,32 +208,81 @@ def intra_band_order(problem: SchedulingProblem, sched: isl.UnionMap, band_list:
 
 def point_loop_orders(problem: SchedulingProblem, sched: isl.UnionMap, band_list: Sequence[Band]) -> dict:
     """Per statement, the order of its point loops when its permutable bands are tiled (the
-    ``point_order`` of :func:`~dfopt.polyhedral.analysis.tile`): in each band, the member with
-    the most of *that statement's* stride-1 accesses moves innermost among the point loops when
-    it has more than the innermost one (Pluto's intra-tile reordering, per statement). The tile
-    loops keep the band's order, so the outermost parallel tile loop stays where it is: atax's
+    ``point_order`` of :func:`~dfopt.polyhedral.analysis.tile`): in each band, the statements
+    that a dependence live at the band's start links (a group: one order keeps their
+    dependences, the band being permutable; groups are ordered before the band) move the member
+    with the best locality for *their* accesses (:func:`_locality`: fewest accesses jumping by
+    more than one element, then most stepping by one) innermost among the point loops, when the
+    innermost one has accesses jumping by more than one element and that member has none and
+    some stepping by one (Pluto's intra-tile reordering, per group). The tile loops keep the
+    band's order, so the outermost parallel tile loop stays where it is: atax's
     ``y = A^T tmp`` keeps its parallel tile loop over ``j`` and runs ``j`` innermost in a tile
-    (stride-1 in ``A[i][j]``). A statement constant in a member of the band (its loop nest is
-    shallower there) keeps its order; statements whose order stays are left out."""
+    (stride-1 in ``A[i][j]``). Statements whose order stays are left out."""
     coeffs = dimension_coefficients(sched)
-    out = {}
-    for st in problem.stmts:
-        rows = coeffs.get(st.name)
-        if not rows:
+    stmts = [st for st in problem.stmts if coeffs.get(st.name)]
+    if not stmts:
+        return {}
+    n = len(coeffs[stmts[0].name])
+    orders = {st.name: list(range(n)) for st in stmts}
+    links = _dependence_links(problem, sched)
+    for b in band_list:
+        if not b.permutable or len(b.dims) < 2:
             continue
-        order = list(range(len(rows)))
-        for b in band_list:
-            if not b.permutable or len(b.dims) < 2 or any(rows[d] is None or not any(rows[d]) for d in b.dims):
+        for group in _groups([st.name for st in stmts], links, n, b.dims[0]):
+            members = [st for st in stmts if st.name in group]
+            if any(coeffs[st.name][d] is None for st in members for d in b.dims):
                 continue
-            score = {d: sum(abs(c) * w for c, w in zip(rows[d], st.contiguity)) for d in b.dims}
-            best, last = max(b.dims, key=lambda d: (score[d], d)), b.dims[-1]
-            if best == last or score[best] <= score[last]:
-                continue
-            for pos, d in zip(b.dims, [d for d in b.dims if d != best] + [best]):
-                order[pos] = d
-        if order != list(range(len(rows))):
-            out[st.name] = order
+            cost = {d: _locality(members, coeffs, d) for d in b.dims}
+            best, last = min(b.dims, key=lambda d: (cost[d], -d)), b.dims[-1]
+            if best == last or cost[last][0] == 0 or cost[best][0] > 0 or cost[best][1] == 0:
+                continue     # only to take the innermost loop from jumps to steps of one element
+            for name in group:
+                for pos, d in zip(b.dims, [d for d in b.dims if d != best] + [best]):
+                    orders[name][pos] = d
+    return {name: o for name, o in orders.items() if o != list(range(n))}
+
+
+def _locality(members: list, coeffs: dict, d: int) -> tuple[int, int]:
+    """How well dimension ``d`` does as the innermost loop of ``members``: (accesses that jump by
+    more than one element from one iteration to the next, minus the accesses that step by one);
+    less is better. An access invariant along ``d`` counts as neither."""
+    far = near = 0
+    for st in members:
+        row = coeffs[st.name][d]
+        for strides in st.strides:
+            step = abs(sum(c * s for c, s in zip(row, strides)))
+            far += step > 1
+            near += step == 1
+    return far, -near
+
+
+def _dependence_links(problem: SchedulingProblem, sched: isl.UnionMap) -> list:
+    """(source, sink, time pairs) per dependence relation between two statements."""
+    out = []
+    for dep in problem.deps.values():
+        for m in maps(dep):
+            a, b = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+            if a != b:
+                out.append((a, b, time_dependences(isl.UnionMap.from_map(m), sched)))
     return out
+
+
+def _groups(names: list, links: list, n: int, start: int) -> list:
+    """The statements linked by a dependence with equal times before dimension ``start``."""
+    parent = {name: name for name in names}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    for a, b, t in links:
+        if a in parent and b in parent and unordered(t, n, start) is not None:
+            parent[find(a)] = find(b)
+    groups: dict = {}
+    for name in names:
+        groups.setdefault(find(name), []).append(name)
+    return list(groups.values())
 
 
 def formulations() -> tuple:

@@ -35,6 +35,7 @@ class Stmt:
     iters: list
     domain: isl.Set
     contiguity: list = field(default_factory=list)
+    strides: list = field(default_factory=list)     # per affine access: its element stride per iterator
     extent_rank: list = field(default_factory=list)
     extents: list = field(default_factory=list)
 
@@ -135,6 +136,7 @@ def _stmt_measures(stmt: Stmt, accesses: list, program: Program, values: dict) -
         strides = _strides(acc, program, values)
         if strides is None:
             continue
+        stmt.strides.append(strides)
         for j, s in enumerate(strides):
             if abs(s) == 1:
                 stmt.contiguity[j] += 1
