@@ -111,15 +111,25 @@ def thresholds(prog: EventProgram, beta: np.ndarray, level: int) -> np.ndarray:
     """Per stream, ``theta_level = min_{k >= level} (W_k - R_{k - level})`` in ``beta`` (the
     least ``tau`` at which the stream needs more than ``level`` slots); a huge value for streams
     of at most ``level`` tokens."""
+    return _thresholds(prog, *_writes_reads(prog, beta), level)
+
+
+def _writes_reads(prog: EventProgram, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(W, R): every flat token's write and read time in ``beta``, as contiguous int64 arrays."""
+    nt = int(prog.base[-1])
+    return beta[1:2 * nt:2].astype(np.int64), beta[0:2 * nt:2].astype(np.int64)
+
+
+def _thresholds(prog: EventProgram, w: np.ndarray, r: np.ndarray, level: int) -> np.ndarray:
     big = np.iinfo(np.int64).max // 4
     out = np.full(prog.n_streams, big, dtype=np.int64)
-    nt = int(prog.base[-1])
+    nt = len(w)
     rows = np.flatnonzero(prog.tokens > level)
     if not len(rows) or nt <= level:
         return out
-    w, r = beta[1:2 * nt:2].astype(np.int64), beta[0:2 * nt:2].astype(np.int64)
-    gap = np.full(nt, big, dtype=np.int64)
-    gap[level:] = w[level:] - r[:nt - level]
+    gap = np.empty(nt, dtype=np.int64)
+    np.subtract(w[level:], r[:nt - level], out=gap[level:])
+    gap[:level] = big
     gap[_position(prog) < level] = big          # pairs across a stream boundary
     out[rows] = np.minimum.reduceat(gap, prog.base[rows] + level)
     return out
@@ -139,7 +149,8 @@ def sampled_thresholds(prog: EventProgram, beta: np.ndarray) -> tuple[np.ndarray
     lv = levels(int(prog.tokens.max(initial=1)))
     if not len(lv):
         return lv, np.zeros((prog.n_streams, 0), np.int64)
-    return lv, np.stack([thresholds(prog, beta, int(n)) for n in lv], axis=1)
+    w, r = _writes_reads(prog, beta)     # once: the strided copy out of beta cost 4x the levels themselves
+    return lv, np.stack([_thresholds(prog, w, r, int(n)) for n in lv], axis=1)
 
 
 def corners(prog: EventProgram, win: ShiftWindows, sampled: tuple[np.ndarray, np.ndarray],

@@ -95,18 +95,28 @@ class ScheduleFamily:
         is a witness whenever it ends by ``makespan - 1``, whatever the mix and the shifts; when
         the shifted schedule satisfies the timing model itself (the shifts of :mod:`.shifts`), the
         second one is exactly the shifted schedule."""
+        sigma = self.mix_schedule(lam_per_kernel)
+        if shift is not None:
+            return self.shifted(sigma, shift)
+        return sigma, np.maximum(occupancy(self.prog, sigma), 1)
+
+    def mix_schedule(self, lam_per_kernel: npt.ArrayLike) -> np.ndarray:
+        """The schedule by code of the per-kernel mix alone (:meth:`kernel_mix` without depths)."""
         kcode = self._kernel_of_code()
         lam = np.asarray(lam_per_kernel, dtype=float)[kcode]
         if self._alap is None:
             self._alap = latest_times(self.prog, self.makespan)
         release = np.floor(lam * self._asap + (1.0 - lam) * self._alap).astype(np.int64)
         release[-1] = -1
-        sigma = earliest_times(self.prog, dag_levels(self.prog), release)
-        if shift is not None:
-            sigma = sigma + np.asarray(shift, dtype=np.int64)[kcode]
-            sigma[-1] = -1
-            sigma = earliest_times(self.prog, dag_levels(self.prog), sigma)
-        return sigma, np.maximum(occupancy(self.prog, sigma), 1)
+        return earliest_times(self.prog, dag_levels(self.prog), release)
+
+    def shifted(self, sigma: np.ndarray, shift: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """(schedule, depths) of :meth:`kernel_mix` with ``shift`` from the mix's own schedule
+        ``sigma`` (:meth:`mix_schedule`)."""
+        moved = sigma + np.asarray(shift, dtype=np.int64)[self._kernel_of_code()]
+        moved[-1] = -1
+        moved = earliest_times(self.prog, dag_levels(self.prog), moved)
+        return moved, np.maximum(occupancy(self.prog, moved), 1)
 
     def _kernel_of_code(self) -> np.ndarray:
         if self._kcode is None:

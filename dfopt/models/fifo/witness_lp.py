@@ -66,7 +66,7 @@ def _solve(data: FifoData, options: Options, ph: progress.Phase) -> tuple[Candid
     info: dict = {"base": base.proof, "base_value": int(base.value)}
     weights = objective_weights(data.arrays, options.objective)
     mix = _mix(base)
-    beta, _ = fam.kernel_mix(mix)
+    beta = fam.mix_schedule(mix)
     if _late(data, info, "answer LP"):
         return base, info, True
     t = time.perf_counter()
@@ -86,7 +86,7 @@ def _solve(data: FifoData, options: Options, ph: progress.Phase) -> tuple[Candid
         info.update(lp_nodes=answer.stats["lp_nodes"], lp_arcs=answer.stats["lp_arcs"],
                     lp_hinges=answer.stats["lp_hinges"])
         t = time.perf_counter()
-        best = _shifted_candidate(data, base, answer.shift)
+        best = _shifted_candidate(data, base, beta, answer.shift)
         info["evaluate_time_s"] = time.perf_counter() - t
         ph.update(incumbent=float(best.value), detail="bound LP")
         try:
@@ -136,11 +136,12 @@ def _mix(base: Candidate) -> np.ndarray:
     return base.witness
 
 
-def _shifted_candidate(data: FifoData, base: Candidate, shift: np.ndarray) -> Candidate:
-    """The exact depths of the base's releases shifted (the schedule the checker rebuilds), as a
-    candidate; the base when they are not cheaper or the run would end late."""
+def _shifted_candidate(data: FifoData, base: Candidate, beta: np.ndarray, shift: np.ndarray) -> Candidate:
+    """The exact depths of the base's schedule ``beta`` shifted (the schedule the checker rebuilds
+    from the mix and the shifts), as a candidate; the base when they are not cheaper or the run
+    would end late."""
     fam = data.family
-    sigma, depths = fam.kernel_mix(_mix(base), shift)
+    sigma, depths = fam.shifted(beta, shift)
     if int(sigma[:-1].max(initial=-1)) > fam.makespan - 1:
         return base
     value = data.value(depths)
