@@ -30,11 +30,12 @@ the records and the summary.
 * Timing: ``gcc -O3 -fopenmp`` (no ``-march=native``), ``OMP_NUM_THREADS=2``, ``time`` mode at
   ``--dataset`` (default ``large``): the program times ``kernel_body()`` alone (``omp_get_wtime``),
   not initialisation. Runs are interleaved (round ``r`` runs every variant once) so slow drifts of
-  the machine hit all variants alike; ``--repeat`` rounds (default 3), but a variant stops after a run
-  longer than ~20 s. min and median are kept; the tables use min. Variants whose generated C is
-  identical share one measurement (the same ``code_sha1``, the same seconds). If the original takes
-  more than 60 s at the large dataset (its first run, the probe), that kernel is measured at
-  ``medium`` instead and marked.
+  the machine hit all variants alike; ``--repeat`` rounds (default 3), at least 15 for a kernel
+  whose original runs in under 0.1 s (on the shared machine two runs of the same milliseconds-long
+  code differed up to 3.7x), but a variant stops after a run longer than ~20 s. min and median are
+  kept; the tables use min. Variants whose generated C is identical share one measurement (the same
+  ``code_sha1``, the same seconds). If the original takes more than 60 s at the large dataset (its
+  first run, the probe), that kernel is measured at ``medium`` instead and marked.
 * ``--tune`` builds ``benchmarks/schedule_tuned.json``: per kernel, at the MEDIUM dataset, the candidates
   strategy in {pluto, isl, feautrier, tensor} x tiling in {none, 16, 32, 64} x wavefront in {false,
   true} (wavefront only when tiled), plus ``fusion: min`` with pluto / tiling 32; every candidate is
@@ -90,6 +91,8 @@ TUNED = ROOT / "benchmarks" / "schedule_tuned.json"
 THREADS = 2
 LONG_RUN_S = 20.0        # a variant stops repeating after a run longer than this
 SLOW_ORIGINAL_S = 60.0   # original slower than this at --dataset: measure the kernel at medium
+SHORT_RUN_S = 0.1        # original faster than this: at least SHORT_REPEAT rounds (milliseconds are noisy)
+SHORT_REPEAT = 15
 TUNE_DATASET = "medium"
 TUNE_REPEAT = 3
 TUNE_TIMEOUT_S = 300.0   # per run while tuning
@@ -241,6 +244,8 @@ def open_measure(inst, name: str, dataset: str, repeat: int, log=_say, width: in
         first = rt.probe(3 * SLOW_ORIGINAL_S)
     if first is not None and math.isfinite(first):
         log(f"    {'original':<{width}} {first:10.4f} s (probe)")
+        if first < SHORT_RUN_S:
+            rt.repeats = max(rt.repeats, SHORT_REPEAT)
     return rt, note, first
 
 
@@ -316,7 +321,8 @@ def summary(records: list[dict], tuned: dict, wall_s: float | None) -> str:
     lines = ["# Run time of the generated code (schedule instances)", "",
              f"gcc `{' '.join(TIME_FLAGS)} -fopenmp` ({meta.get('compiler', '?')}), {THREADS} threads "
              f"(`OMP_NUM_THREADS`), min of up to {max((len(r['seconds']) for r in records), default=0)} "
-             f"interleaved runs (1 when a run exceeds {LONG_RUN_S:g} s); date {meta.get('date', '?')}. Variants: "
+             f"interleaved runs (at least {SHORT_REPEAT} when the original runs under {SHORT_RUN_S:g} s, 1 when a "
+             f"run exceeds {LONG_RUN_S:g} s); date {meta.get('date', '?')}. Variants: "
              "`original` = program order, sequential; `isl` = isl's scheduler, tiling 32; `pluto`, `tensor` = "
              "our scheduler with that strategy, tiling 32 (`pluto` is the default preset, `fusion: smart`); "
              "`pluto-max` = `pluto` with `fusion: max`; `polly` = the original order compiled with clang "
