@@ -229,10 +229,11 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def open_measure(inst, name: str, dataset: str, repeat: int, log=_say, width: int = 10
+def open_measure(inst, name: str, dataset: str, repeat: int, log=_say, width: int = 10, short_repeat: int = 0
                  ) -> tuple[RuntimeMeasure, str | None, float | None]:
     """The measure at ``dataset``, or at medium when the original's first run (the probe) there takes
-    more than SLOW_ORIGINAL_S; with the dataset note and the probe's seconds."""
+    more than SLOW_ORIGINAL_S; with the dataset note and the probe's seconds. With ``short_repeat``,
+    a kernel whose probe runs under SHORT_RUN_S gets at least that many rounds."""
     rt = RuntimeMeasure(inst, dataset, repeat, threads=THREADS, max_run_s=LONG_RUN_S)
     first = rt.probe(3 * SLOW_ORIGINAL_S)
     note = None
@@ -245,16 +246,17 @@ def open_measure(inst, name: str, dataset: str, repeat: int, log=_say, width: in
     if first is not None and math.isfinite(first):
         log(f"    {'original':<{width}} {first:10.4f} s (probe)")
         if first < SHORT_RUN_S:
-            rt.repeats = max(rt.repeats, SHORT_REPEAT)
+            rt.repeats = max(rt.repeats, short_repeat)
     return rt, note, first
 
 
-def measure_variants(inst, name: str, dataset: str, repeat: int, variants: dict, log=_say, width: int = 10):
+def measure_variants(inst, name: str, dataset: str, repeat: int, variants: dict, log=_say, width: int = 10,
+                     short_repeat: int = 0):
     """``variants`` (name -> options, None for the original) of one kernel in one interleaved run
     at ``dataset`` (or medium, :func:`open_measure`): (the measure, closed; its dataset note;
     the Measurements in ``variants``' order)."""
     names = list(variants)
-    rt, note, first = open_measure(inst, name, dataset, repeat, log, width)
+    rt, note, first = open_measure(inst, name, dataset, repeat, log, width, short_repeat)
     with rt:
         base = first if first is not None and math.isfinite(first) else SLOW_ORIGINAL_S
         results = rt.measure_all(list(variants.values()), timeout_s=min(max(120.0, 5 * base), 900.0),
@@ -286,7 +288,7 @@ def measure_kernel(name: str, dataset: str, repeat: int, tuned: dict, meta: dict
     if "polly" in chosen:
         variants["polly"] = POLLY
     names = list(variants)
-    rt, note, results = measure_variants(inst, name, dataset, repeat, variants)
+    rt, note, results = measure_variants(inst, name, dataset, repeat, variants, short_repeat=SHORT_REPEAT)
     sizes = rt.program.sizes[rt.dataset]
     orig = results[0]
     shown_opts = {v: polly_options() if v == "polly" else variants[v] for v in names}
