@@ -199,6 +199,18 @@ def test_tiled_atax_runs_the_stride_one_loop_innermost_in_each_tile():
                                                                                   "S1": [1, 2, 0]}
 
 
+def test_durbin_one_loop_statements_stay_untiled():
+    """durbin's inner loops under k share a band of two members, each statement running one of
+    them: tiling would only split each loop (tile loop, point loop with min bounds), so they stay
+    untiled, and the code runs each as one plain loop."""
+    sol = solve_instance(inst("durbin"), tiling=32)
+    sec = section(sol)
+    assert sol.ok and set(sec["untiled"]) == {f"S{k}" for k in range(8)}
+    assert all(v == [4] for v in sec["untiled"].values()) and "32 *" not in sec["code"]
+    plain = section(solve_instance(inst("durbin"), tiling=32, reorder="none"))
+    assert "untiled" not in plain and "32 *" in plain["code"]
+
+
 def test_trsm_npu_vectorize_directive():
     """The PolyTOPS NPU example: vectorize on k puts l outermost and parallel, k innermost."""
     sol = solve_instance(inst("trsm-npu"), directives=[{"statement": "S0", "loop": "k", "kind": "vectorize"}])
@@ -351,6 +363,10 @@ def test_checker_catches_a_wrong_point_order():
     assert "unknown statement 'S9'" in broken(point_order={"S9": [0, 2, 1, 3]})
     assert "permutation of 0..3" in broken(point_order={"S3": [0, 2, 2, 3]})
     assert "out of band" in broken(point_order={"S3": [1, 0, 2, 3]})
+    assert "untiled: unknown statement 'S9'" in broken(untiled={"S9": [1]})
+    assert "untiled/S0: expected a list" in broken(untiled={"S0": 1})
+    assert "not the first dimensions of tiled bands" in broken(untiled={"S0": [2]})
+    assert "untiled statements" in broken(untiled={"S0": [1], "S3": [1]})
 
 
 # -- brute-force legality on random programs --------------------------------------------------------------

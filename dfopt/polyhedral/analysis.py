@@ -192,7 +192,8 @@ def _params(umap: isl.UnionMap) -> list[str]:
 
 
 def tile(sched: MapLike, band_list: list[Band], sizes: int | Sequence[int], wavefront: bool = False,
-         point_order: Mapping[str, Sequence[int]] | None = None) -> isl.UnionMap:
+         point_order: Mapping[str, Sequence[int]] | None = None,
+         untiled: Mapping[str, Sequence[int]] | None = None) -> isl.UnionMap:
     """Tile every permutable band with two or more members: each band's tile loops
     ``floor(x_d / size)`` are inserted before its point loops. ``sizes`` is one integer for all
     members or a list, member by member (reused cyclically when shorter). With ``wavefront`` the
@@ -206,6 +207,11 @@ def tile(sched: MapLike, band_list: list[Band], sizes: int | Sequence[int], wave
     every member, so any order is legal for one statement; statements with a dependence inside
     the band need orders that keep it (the caller checks legality).
 
+    ``untiled`` (statement name -> first dimensions of tiled bands) gives that statement tile
+    loops of 0 in those bands: its points run in the band's order in one tile, which keeps its
+    own dependences; statements with a dependence on it inside the band need the same (the
+    caller checks legality).
+
     >>> s = isl.UnionMap("[N] -> { S[i, j] -> [j, i] : 0 <= i, j < N }")
     >>> print(tile(s, [Band((0, 1), True, (True, True))], 32, point_order={"S": [1, 0]}))
     [N] -> { S[i, j] -> [o0, o1, i, j] : ...
@@ -214,7 +220,7 @@ def tile(sched: MapLike, band_list: list[Band], sizes: int | Sequence[int], wave
     n = out_dims(s)
     tiled = {b.dims[0]: b for b in band_list if b.permutable and len(b.dims) >= 2}
 
-    def exprs_of(order: Sequence[int]) -> list[str]:
+    def exprs_of(order: Sequence[int], flat: Sequence[int]) -> list[str]:
         exprs, d = [], 0
         while d < n:
             b = tiled.get(d)
@@ -228,6 +234,8 @@ def tile(sched: MapLike, band_list: list[Band], sizes: int | Sequence[int], wave
                 tiles.append(f"floor(x{k} / {sz})" if sz > 1 else f"x{k}")
             if wavefront and len(tiles) >= 2:
                 tiles[0] = f"{tiles[0]} + {tiles[1]}"
+            if d in flat:
+                tiles = ["0"] * len(tiles)
             points = [int(order[k]) for k in b.dims]
             if sorted(points) != list(b.dims):
                 raise ValueError(f"point order {list(order)} moves a dimension out of band {list(b.dims)}")
@@ -235,18 +243,22 @@ def tile(sched: MapLike, band_list: list[Band], sizes: int | Sequence[int], wave
             d = b.dims[-1] + 1
         return exprs
 
-    def tiled_map(umap: isl.UnionMap, order: Sequence[int]) -> isl.UnionMap:
-        t = _affine_out(n, exprs_of(order), _params(s))
+    def tiled_map(umap: isl.UnionMap, order: Sequence[int], flat: Sequence[int] = ()) -> isl.UnionMap:
+        t = _affine_out(n, exprs_of(order, flat), _params(s))
         return umap.apply_range(isl.UnionMap.from_map(t.align_params(umap.get_space())))
 
     identity = list(range(n))
     orders = {name: list(o) for name, o in (point_order or {}).items() if list(o) != identity}
-    if not orders:
+    flats = {name: [int(d) for d in f] for name, f in (untiled or {}).items() if len(f)}
+    for f in flats.values():
+        if any(d not in tiled for d in f):
+            raise ValueError(f"untiled {f}: not the first dimensions of tiled bands ({sorted(tiled)})")
+    if not orders and not flats:
         return tiled_map(s, identity).coalesce()
     out = None
     for m in maps(s):
         name = m.get_tuple_name(isl.dim_type.in_)
-        part = tiled_map(isl.UnionMap.from_map(m), orders.get(name, identity))
+        part = tiled_map(isl.UnionMap.from_map(m), orders.get(name, identity), flats.get(name, ()))
         out = part if out is None else out.union(part)
     assert out is not None
     return out.coalesce()

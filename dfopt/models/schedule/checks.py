@@ -12,7 +12,8 @@
 * ``schedule-tiled`` — when a tiled map is reported, the same legality, injectivity and parallel
   flags for it; when the configuration of the instance and the options asks for tiling, the
   tiled map is there and is the map with its permutable bands tiled by those sizes, each
-  statement's point loops in the reported ``point_order`` (Pluto's intra-tile reordering);
+  statement's point loops in the reported ``point_order`` (Pluto's intra-tile reordering) and
+  the reported ``untiled`` statements left untiled;
 * ``schedule-code`` — the reported C is what isl's AST builder writes for the map and the
   verified flags;
 * ``schedule-objective`` — a schedule has no objective: the solution's objective and bound are null.
@@ -127,7 +128,7 @@ def _configuration(instance, options):
         raise _repointed(err, options) from None
 
 
-def _asked_tiling(config, deps, sched, tiled, what: str, point_order=None) -> list:
+def _asked_tiling(config, deps, sched, tiled, what: str, point_order=None, untiled=None) -> list:
     """A configuration with tile sizes and a permutable band of two or more loops asks for the map
     tiled by them; the reported tiled map (None: absent) must be that one, its point loops in the
     reported ``point_order`` (statement -> order of the dimensions within each band; legality is
@@ -147,14 +148,24 @@ def _asked_tiling(config, deps, sched, tiled, what: str, point_order=None) -> li
                 return [f"point_order: unknown statement {name!r}"]
             if not isinstance(order, list) or sorted(o for o in order if isinstance(o, int)) != list(range(n)):
                 return [f"point_order/{name}: expected a permutation of 0..{n - 1}, got {order!r}"]
+    if untiled is not None:
+        if not isinstance(untiled, dict):
+            return [f"untiled: expected an object (statement -> band starts), got {untiled!r}"]
+        for name, starts in untiled.items():
+            if name not in names:
+                return [f"untiled: unknown statement {name!r}"]
+            if not isinstance(starts, list) or not all(isinstance(d, int) for d in starts):
+                return [f"untiled/{name}: expected a list of dimensions, got {starts!r}"]
     try:
-        want = tile(sched, band_list, config.tiling, wavefront=config.wavefront, point_order=point_order)
+        want = tile(sched, band_list, config.tiling, wavefront=config.wavefront, point_order=point_order,
+                    untiled=untiled)
     except ValueError as err:
-        return [f"point_order: {err}"]
+        return [f"{'point_order' if 'point order' in str(err) else 'untiled'}: {err}"]
     if not want.intersect_domain(sched.domain()).is_equal(tiled):
         return [f"{what}: not the map with its permutable bands tiled by {config.tiling}"
                 + (" (wavefront)" if config.wavefront else "")
-                + (" and the reported point loop order" if point_order else "")]
+                + (" and the reported point loop order" if point_order else "")
+                + (" and untiled statements" if untiled else "")]
     return []
 
 
@@ -213,7 +224,7 @@ def checks(instance: Instance, options: Options | None, solution: Solution) -> l
         code_flags = sec.get("tiled_parallel")
     if not tb:
         tb += _asked_tiling(_configuration(instance, options), deps, sched, tiled, "tiled_map",
-                            sec.get("point_order"))
+                            sec.get("point_order"), sec.get("untiled"))
     if decision.tiled_map or tb:
         out.append(Check("schedule-tiled", not tb, tb))
     if "code" in sec and not tb and not par:

@@ -50,7 +50,8 @@ Fields:
   the point loops of each group of statements tied by a dependence live at the band then trade
   an innermost loop with strided accesses for a stride-1 one, the tile loops keeping the band's
   order (when every statement of the group spans the band, the result is legal and no directive
-  is given); ``none``
+  is given), and a group whose statements each run at most one loop of a band stays untiled
+  there; ``none``
   (the ``feautrier`` preset's default: its rows stay as found);
 * ``tiling`` — a tile size for every member of every permutable band of two or more loops, or a
   list of sizes member by member; ``wavefront`` — skew the outermost tile loop of each tiled band

@@ -107,11 +107,15 @@ def finish(data: ScheduleData, formulation: str, out: RowOutcome, text: str, t_s
         tmap = tile(sched, band_list, config.tiling, wavefront=config.wavefront)
         if formulation == "polytops" and config.reorder == "contiguity" and not out.directives:
             orders = point_loop_orders(problem, sched, band_list)
-            reordered = tile(sched, band_list, config.tiling, wavefront=config.wavefront, point_order=orders) \
-                if orders else None
-            if reordered is not None and is_legal(problem.deps, reordered):
-                tmap = reordered
-                sec["point_order"] = orders
+            flats = untiled_groups(problem, sched, band_list)
+            for o, f in ((orders, flats), (orders, {}), ({}, flats)):
+                if not o and not f:
+                    continue
+                cand = tile(sched, band_list, config.tiling, wavefront=config.wavefront, point_order=o, untiled=f)
+                if is_legal(problem.deps, cand):
+                    tmap = cand
+                    sec.update({k: v for k, v in (("point_order", o), ("untiled", f)) if v})
+                    break
         code_map, code_par = tmap, parallel_flags(problem.deps, tmap)
         tiled_text = str(tmap)
         sec["tiled_parallel"] = code_par
@@ -243,6 +247,32 @@ def point_loop_orders(problem: SchedulingProblem, sched: isl.UnionMap, band_list
                 for pos, d in zip(b.dims, [d for d in b.dims if d != best] + [best]):
                     orders[name][pos] = d
     return {name: o for name, o in orders.items() if o != list(range(n))}
+
+
+def untiled_groups(problem: SchedulingProblem, sched: isl.UnionMap, band_list: Sequence[Band]) -> dict:
+    """Per statement, the tiled bands (first dimensions) it is left untiled in: those where every
+    statement of its group (:func:`point_loop_orders`) runs one loop of the band at most. Tiling
+    splits that one loop into a tile loop and a point loop with ``min`` bounds, which buys no
+    locality (durbin's three 1-D loops under ``k`` share a band of two members, each statement
+    running one of them). Statements tiled everywhere are left out."""
+    coeffs = dimension_coefficients(sched)
+    stmts = [st for st in problem.stmts if coeffs.get(st.name)]
+    if not stmts:
+        return {}
+    n = len(coeffs[stmts[0].name])
+    links = _dependence_links(problem, sched)
+    out: dict = {}
+    for b in band_list:
+        if not b.permutable or len(b.dims) < 2:
+            continue
+        for group in _groups([st.name for st in stmts], links, n, b.dims[0]):
+            rows = [coeffs[name] for name in group]
+            if any(r[d] is None for r in rows for d in b.dims):
+                continue
+            if all(sum(1 for d in b.dims if any(r[d])) <= 1 for r in rows):
+                for name in group:
+                    out.setdefault(name, []).append(b.dims[0])
+    return out
 
 
 def _locality(members: list, coeffs: dict, d: int) -> tuple[int, int]:
