@@ -131,8 +131,9 @@ def _configuration(instance, options):
 def _asked_tiling(config, deps, sched, tiled, what: str, point_order=None, untiled=None) -> list:
     """A configuration with tile sizes and a permutable band of two or more loops asks for the map
     tiled by them; the reported tiled map (None: absent) must be that one, its point loops in the
-    reported ``point_order`` (statement -> order of the dimensions within each band; legality is
-    checked on the tiled map itself)."""
+    reported ``point_order`` (statement -> order of the dimensions within each band) and the
+    reported ``untiled`` statements (statement -> band starts) left untiled there; legality is
+    checked on the tiled map itself."""
     band_list = bands(deps, sched)
     if config.tiling is None or not any(b.permutable and len(b.dims) >= 2 for b in band_list):
         return []
@@ -140,32 +141,39 @@ def _asked_tiling(config, deps, sched, tiled, what: str, point_order=None, until
         return [f"{what}: the configuration tiles by {config.tiling}, but the solution has no tiled map"]
     n = out_dims(sched)
     names = {m.get_tuple_name(isl.dim_type.in_) for m in maps(sched)}
-    if point_order is not None:
-        if not isinstance(point_order, dict):
-            return [f"point_order: expected an object (statement -> dimension order), got {point_order!r}"]
-        for name, order in point_order.items():
-            if name not in names:
-                return [f"point_order: unknown statement {name!r}"]
-            if not isinstance(order, list) or sorted(o for o in order if isinstance(o, int)) != list(range(n)):
-                return [f"point_order/{name}: expected a permutation of 0..{n - 1}, got {order!r}"]
-    if untiled is not None:
-        if not isinstance(untiled, dict):
-            return [f"untiled: expected an object (statement -> band starts), got {untiled!r}"]
-        for name, starts in untiled.items():
-            if name not in names:
-                return [f"untiled: unknown statement {name!r}"]
-            if not isinstance(starts, list) or not all(isinstance(d, int) for d in starts):
-                return [f"untiled/{name}: expected a list of dimensions, got {starts!r}"]
+    def permutation(v) -> bool:
+        return isinstance(v, list) and sorted(o for o in v if isinstance(o, int)) == list(range(n))
+    bad = (_per_statement(point_order, "point_order", "dimension order", names, f"a permutation of 0..{n - 1}",
+                          permutation)
+           or _per_statement(untiled, "untiled", "band starts", names, "a list of dimensions",
+                             lambda v: isinstance(v, list) and all(isinstance(d, int) for d in v)))
+    if bad:
+        return bad
     try:
         want = tile(sched, band_list, config.tiling, wavefront=config.wavefront, point_order=point_order,
                     untiled=untiled)
-    except ValueError as err:
-        return [f"{'point_order' if 'point order' in str(err) else 'untiled'}: {err}"]
+    except ValueError as err:      # an order or a band start outside the tiled bands
+        return [f"{what}: {err}"]
     if not want.intersect_domain(sched.domain()).is_equal(tiled):
         return [f"{what}: not the map with its permutable bands tiled by {config.tiling}"
                 + (" (wavefront)" if config.wavefront else "")
                 + (" and the reported point loop order" if point_order else "")
                 + (" and untiled statements" if untiled else "")]
+    return []
+
+
+def _per_statement(value, field: str, of: str, names: set, expected: str, ok) -> list:
+    """Faults of a reported ``field`` mapping statement names to values ``ok`` accepts (None:
+    not reported)."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [f"{field}: expected an object (statement -> {of}), got {value!r}"]
+    for name, v in value.items():
+        if name not in names:
+            return [f"{field}: unknown statement {name!r}"]
+        if not ok(v):
+            return [f"{field}/{name}: expected {expected}, got {v!r}"]
     return []
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import islpy as isl
+import networkx as nx
 
 from dfopt.ir.program import Program
 from dfopt.models.base import Outcome, Unbounded
@@ -106,8 +107,9 @@ def finish(data: ScheduleData, formulation: str, out: RowOutcome, text: str, t_s
     if tiled and config.tiling is not None:
         tmap = tile(sched, band_list, config.tiling, wavefront=config.wavefront)
         if formulation == "polytops" and config.reorder == "contiguity" and not out.directives:
-            orders = point_loop_orders(problem, sched, band_list)
-            flats = untiled_groups(problem, sched, band_list)
+            coeffs = dimension_coefficients(sched)
+            groups = band_groups(problem, sched, band_list, coeffs)
+            orders, flats = point_loop_orders(problem, coeffs, groups), untiled_groups(coeffs, groups)
             for o, f in ((orders, flats), (orders, {}), ({}, flats)):
                 if not o and not f:
                     continue
@@ -210,68 +212,77 @@ def intra_band_order(problem: SchedulingProblem, sched: isl.UnionMap, band_list:
     return order
 
 
-def point_loop_orders(problem: SchedulingProblem, sched: isl.UnionMap, band_list: Sequence[Band]) -> dict:
+def band_groups(problem: SchedulingProblem, sched: isl.UnionMap, band_list: Sequence[Band], coeffs: dict) -> list:
+    """Per tiled band (permutable, two members or more), the groups of statements that a
+    dependence live at the band's start links, as ``(band, names)``: one point order keeps a
+    group's dependences (the band is permutable), and different groups are ordered before the
+    band. ``coeffs`` are the map's :func:`~dfopt.polyhedral.analysis.dimension_coefficients`;
+    statements without rows are left out."""
+    names = [st.name for st in problem.stmts if coeffs.get(st.name)]
+    tiled = [b for b in band_list if b.permutable and len(b.dims) >= 2]
+    if not names or not tiled:
+        return []
+    n = len(coeffs[names[0]])
+    links = []
+    for dep in problem.deps.values():
+        for m in maps(dep):
+            a, b = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+            if a != b and a in coeffs and b in coeffs:
+                links.append((a, b, time_dependences(isl.UnionMap.from_map(m), sched)))
+    out = []
+    for band in tiled:
+        g = nx.Graph()
+        g.add_nodes_from(names)
+        g.add_edges_from((a, b) for a, b, t in links if unordered(t, n, band.dims[0]) is not None)
+        out += [(band, [name for name in names if name in c]) for c in nx.connected_components(g)]
+    return out
+
+
+def point_loop_orders(problem: SchedulingProblem, coeffs: dict, groups: list) -> dict:
     """Per statement, the order of its point loops when its permutable bands are tiled (the
-    ``point_order`` of :func:`~dfopt.polyhedral.analysis.tile`): in each band, the statements
-    that a dependence live at the band's start links (a group: one order keeps their
-    dependences, the band being permutable; groups are ordered before the band) move the member
-    with the best locality for *their* accesses (:func:`_locality`: fewest accesses jumping by
-    more than one element, then most stepping by one) innermost among the point loops, when the
-    innermost one has accesses jumping by more than one element and that member has none and
-    some stepping by one (Pluto's intra-tile reordering, per group). The tile loops keep the
-    band's order, so the outermost parallel tile loop stays where it is: atax's
-    ``y = A^T tmp`` keeps its parallel tile loop over ``j`` and runs ``j`` innermost in a tile
-    (stride-1 in ``A[i][j]``). A group with a statement constant in a member of the band (a
-    shallower nest, such as bicg's ``s[j] = 0`` beside ``s[j] += r[i] A[i][j]``) keeps its order:
-    that statement would become a condition inside the new innermost loop, which costs more
-    than the stride (bicg ran 2.5x slower). Statements whose order stays are left out."""
-    coeffs = dimension_coefficients(sched)
-    stmts = [st for st in problem.stmts if coeffs.get(st.name)]
-    if not stmts:
-        return {}
-    n = len(coeffs[stmts[0].name])
-    orders = {st.name: list(range(n)) for st in stmts}
-    links = _dependence_links(problem, sched)
-    for b in band_list:
-        if not b.permutable or len(b.dims) < 2:
-            continue
-        for group in _groups([st.name for st in stmts], links, n, b.dims[0]):
-            members = [st for st in stmts if st.name in group]
-            if any(coeffs[st.name][d] is None or not any(coeffs[st.name][d]) for st in members for d in b.dims):
-                continue     # a statement constant in a member would run inside the new innermost loop
-            cost = {d: _locality(members, coeffs, d) for d in b.dims}
-            best, last = min(b.dims, key=lambda d: (cost[d], -d)), b.dims[-1]
-            if best == last or cost[last][0] == 0 or cost[best][0] > 0 or cost[best][1] == 0:
-                continue     # only to take the innermost loop from jumps to steps of one element
-            for name in group:
-                for pos, d in zip(b.dims, [d for d in b.dims if d != best] + [best]):
-                    orders[name][pos] = d
-    return {name: o for name, o in orders.items() if o != list(range(n))}
+    ``point_order`` of :func:`~dfopt.polyhedral.analysis.tile`): in each band, each group of
+    :func:`band_groups` moves the member with the best locality for *its* accesses
+    (:func:`_locality`: fewest accesses jumping by more than one element, then most stepping by
+    one) innermost among the point loops, when the innermost one has accesses jumping by more
+    than one element and that member has none and some stepping by one (Pluto's intra-tile
+    reordering, per group). The tile loops keep the band's order, so the outermost parallel tile
+    loop stays where it is: atax's ``y = A^T tmp`` keeps its parallel tile loop over ``j`` and
+    runs ``j`` innermost in a tile (stride-1 in ``A[i][j]``). A group with a statement constant
+    in a member of the band (a shallower nest, such as bicg's ``s[j] = 0`` beside
+    ``s[j] += r[i] A[i][j]``) keeps its order: that statement would become a condition inside
+    the new innermost loop, which costs more than the stride (bicg ran 2.5x slower).
+    Statements whose order stays are left out."""
+    stmt = {st.name: st for st in problem.stmts}
+    orders: dict = {}
+    for b, group in groups:
+        rows = [coeffs[name] for name in group]
+        if any(r[d] is None or not any(r[d]) for r in rows for d in b.dims):
+            continue     # a statement constant in a member would run inside the new innermost loop
+        cost = {d: _locality([stmt[name] for name in group], coeffs, d) for d in b.dims}
+        best, last = min(b.dims, key=lambda d: (cost[d], -d)), b.dims[-1]
+        if best == last or cost[last][0] == 0 or cost[best][0] > 0 or cost[best][1] == 0:
+            continue     # only to take the innermost loop from jumps to steps of one element
+        for name in group:
+            order = orders.setdefault(name, list(range(len(coeffs[name]))))
+            for pos, d in zip(b.dims, [d for d in b.dims if d != best] + [best]):
+                order[pos] = d
+    return orders
 
 
-def untiled_groups(problem: SchedulingProblem, sched: isl.UnionMap, band_list: Sequence[Band]) -> dict:
+def untiled_groups(coeffs: dict, groups: list) -> dict:
     """Per statement, the tiled bands (first dimensions) it is left untiled in: those where every
-    statement of its group (:func:`point_loop_orders`) runs one loop of the band at most. Tiling
+    statement of its group (:func:`band_groups`) runs one loop of the band at most. Tiling
     splits that one loop into a tile loop and a point loop with ``min`` bounds, which buys no
     locality (durbin's three 1-D loops under ``k`` share a band of two members, each statement
     running one of them). Statements tiled everywhere are left out."""
-    coeffs = dimension_coefficients(sched)
-    stmts = [st for st in problem.stmts if coeffs.get(st.name)]
-    if not stmts:
-        return {}
-    n = len(coeffs[stmts[0].name])
-    links = _dependence_links(problem, sched)
     out: dict = {}
-    for b in band_list:
-        if not b.permutable or len(b.dims) < 2:
+    for b, group in groups:
+        rows = [coeffs[name] for name in group]
+        if any(r[d] is None for r in rows for d in b.dims):
             continue
-        for group in _groups([st.name for st in stmts], links, n, b.dims[0]):
-            rows = [coeffs[name] for name in group]
-            if any(r[d] is None for r in rows for d in b.dims):
-                continue
-            if all(sum(1 for d in b.dims if any(r[d])) <= 1 for r in rows):
-                for name in group:
-                    out.setdefault(name, []).append(b.dims[0])
+        if all(sum(1 for d in b.dims if any(r[d])) <= 1 for r in rows):
+            for name in group:
+                out.setdefault(name, []).append(b.dims[0])
     return out
 
 
@@ -287,35 +298,6 @@ def _locality(members: list, coeffs: dict, d: int) -> tuple[int, int]:
             far += step > 1
             near += step == 1
     return far, -near
-
-
-def _dependence_links(problem: SchedulingProblem, sched: isl.UnionMap) -> list:
-    """(source, sink, time pairs) per dependence relation between two statements."""
-    out = []
-    for dep in problem.deps.values():
-        for m in maps(dep):
-            a, b = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
-            if a != b:
-                out.append((a, b, time_dependences(isl.UnionMap.from_map(m), sched)))
-    return out
-
-
-def _groups(names: list, links: list, n: int, start: int) -> list:
-    """The statements linked by a dependence with equal times before dimension ``start``."""
-    parent = {name: name for name in names}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-    for a, b, t in links:
-        if a in parent and b in parent and unordered(t, n, start) is not None:
-            parent[find(a)] = find(b)
-    groups: dict = {}
-    for name in names:
-        groups.setdefault(find(name), []).append(name)
-    return list(groups.values())
 
 
 def formulations() -> tuple:
